@@ -1,0 +1,46 @@
+// Depthwise 2-D convolution (channel multiplier 1), channels last: the Flash-DWC kernels and their references.
+//   X (N, IH, IW, C), W (FH, FW, C), bias (C) or null, Y (N, OH, OW, C); cross-correlation as in PyTorch:
+//   Y[n,oh,ow,c] = bias[c] + sum_{i<FH, j<FW} X[n, oh*sH + i - pT, ow*sW + j - pL, c] * W[i,j,c]
+//   OH = floor((IH + pT + pB - FH) / sH) + 1, OW = floor((IW + pL + pR - FW) / sW) + 1; X is zero outside its extent.
+// Backward-data (BDC) writes dX (N, IH, IW, C) from dY; backward-filter (BFC) writes dW (FH, FW, C) from X and dY.
+// Every entry point overwrites its output. FP32 entry points accumulate in FP32 (CPU backend and CUDA) or in FP64
+// (the *_reference functions, the oracle for every test).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cnn::dwconv {
+
+struct DwconvParams {
+  int n = 1, ih = 1, iw = 1, c = 1;  // input extents (NHWC)
+  int fh = 1, fw = 1;                // filter extents
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+
+  int oh() const { return (ih + pad_top + pad_bottom - fh) / stride_h + 1; }
+  int ow() const { return (iw + pad_left + pad_right - fw) / stride_w + 1; }
+  int64_t x_elems() const { return int64_t(n) * ih * iw * c; }
+  int64_t y_elems() const { return int64_t(n) * oh() * ow() * c; }
+  int64_t w_elems() const { return int64_t(fh) * fw * c; }
+  // 2 * N*OH*OW*C*FH*FW: the FLOP count every benchmark reports against.
+  double flops() const { return 2.0 * double(y_elems()) * fh * fw; }
+  // Throws cnn::Error naming `op` unless every extent is >= 1, strides >= 1, paddings >= 0 and OH, OW >= 1.
+  void validate(const char* op) const;
+  std::string str() const;  // "N=.. IH=.. IW=.. C=.. F=FHxFW s=.. p=(t,b,l,r)" for logs and errors
+};
+
+// Accumulation precision of the FP16 backward-filter kernels (issue "Flash-DWC-T"); FP32 BFC ignores it.
+enum class BfcAccum { fp32, ha };
+
+// ---- FP64 reference (oracle) -------------------------------------------------------------------------------
+void dwconv_forward_reference(const double* x, const double* w, const double* bias, double* y, const DwconvParams& p);
+void dwconv_backward_data_reference(const double* dy, const double* w, double* dx, const DwconvParams& p);
+void dwconv_backward_filter_reference(const double* x, const double* dy, double* dw, const DwconvParams& p);
+
+// ---- FP32 CPU backend (OpenMP, vectorized over channels) ---------------------------------------------------
+void dwconv_forward_cpu(const float* x, const float* w, const float* bias, float* y, const DwconvParams& p);
+void dwconv_backward_data_cpu(const float* dy, const float* w, float* dx, const DwconvParams& p);
+void dwconv_backward_filter_cpu(const float* x, const float* dy, float* dw, const DwconvParams& p);
+
+}  // namespace cnn::dwconv

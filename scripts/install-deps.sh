@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the project builds and tests with. Idempotent: installs only what is missing.
+# CUDA 13 (nvcc, cuBLAS, cuDNN, NCCL) is not installed here; CMake finds it under /usr/local/cuda when present.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libyaml-cpp-dev libcli11-dev libgtest-dev
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libturbojpeg0-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
+  dataset-fashion-mnist
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
