@@ -1,0 +1,39 @@
+// Internal to kernels/dwconv: the geometry shared by the forward-style CUDA kernels and their launchers.
+// Backward-data at stride 1 is a forward pass over dY with the filter rotated by 180 degrees, so both directions
+// are described by one struct: a source map (N, in_h, in_w, C) produces a destination map (N, out_h, out_w, C).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/dwconv/dwconv.h"
+
+namespace cnn::dwconv {
+
+struct ConvGeometry {
+  int n = 1, in_h = 1, in_w = 1, c = 1;
+  int out_h = 1, out_w = 1;
+  int fh = 1, fw = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_t = 0, pad_l = 0;  // signed: a negative value crops (backward-data with padding > F-1)
+  bool flip = false;         // read the filter rotated by 180 degrees
+};
+
+// Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
+ConvGeometry forward_geometry(const DwconvParams& p);
+ConvGeometry backward_data_geometry_stride1(const DwconvParams& p);
+
+// GEMV kernel (flash-dwc.md section 3): stride 1, C % 4 == 0, 16-byte aligned pointers.
+void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                        cudaStream_t stream);
+std::string dwconv_gemv_path_name(const ConvGeometry& g);
+
+// Direct kernels: any stride, any C, any alignment. Forward (also stride-1 backward-data via flip) and the
+// strided backward-data gather.
+void launch_dwconv_direct_forward(const float* src, const float* w, const float* bias, float* dst,
+                                  const ConvGeometry& g, bool vec4, cudaStream_t stream);
+void launch_dwconv_direct_backward_data(const float* dy, const float* w, float* dx, const DwconvParams& p, bool vec4,
+                                        cudaStream_t stream);
+
+}  // namespace cnn::dwconv

@@ -1,0 +1,123 @@
+// CUDA entry points of the FP32 depthwise ops: validate, pick the kernel path for the shape, launch.
+// Paths: GEMV kernel (stride 1, C % 4 == 0, 16-byte aligned), direct kernels otherwise. CNN_DWCONV_VERBOSE=1 logs
+// the path chosen for each new (op, shape) on stderr, so no slow path is ever taken silently.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+#include "kernels/dwconv/dwconv_cuda_internal.h"
+
+namespace cnn::dwconv {
+
+namespace {
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+bool verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNN_DWCONV_VERBOSE");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
+  if (!verbose()) return;
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  const std::string key = str_cat(op, " ", p.str(), " -> ", path);
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(key).second) std::fprintf(stderr, "dwconv: %s\n", key.c_str());
+}
+
+bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
+
+void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
+                    const void* out, const char* out_name) {
+  CNN_CHECK(a != nullptr && b != nullptr && out != nullptr, op, ": null pointer among ", a_name, ", ", b_name, ", ",
+            out_name);
+}
+
+std::string forward_path(const DwconvParams& p, bool aligned) {
+  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(forward_geometry(p));
+  return str_cat("fwd direct vec=", (p.c % 4 == 0 && aligned) ? 4 : 1,
+                 gemv_applies(p) ? " (unaligned pointers)" : (p.c % 4 ? " (C % 4 != 0)" : " (stride > 1)"));
+}
+
+std::string backward_data_path(const DwconvParams& p, bool aligned) {
+  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(backward_data_geometry_stride1(p));
+  const int vec = (p.c % 4 == 0 && aligned) ? 4 : 1;
+  if (p.stride_h == 1 && p.stride_w == 1) return str_cat("bdc direct flipped vec=", vec);
+  return str_cat("bdc direct strided gather vec=", vec);
+}
+
+}  // namespace
+
+ConvGeometry forward_geometry(const DwconvParams& p) {
+  ConvGeometry g;
+  g.n = p.n, g.in_h = p.ih, g.in_w = p.iw, g.c = p.c;
+  g.out_h = p.oh(), g.out_w = p.ow();
+  g.fh = p.fh, g.fw = p.fw;
+  g.stride_h = p.stride_h, g.stride_w = p.stride_w;
+  g.pad_t = p.pad_top, g.pad_l = p.pad_left;
+  g.flip = false;
+  return g;
+}
+
+ConvGeometry backward_data_geometry_stride1(const DwconvParams& p) {
+  ConvGeometry g;
+  g.n = p.n, g.in_h = p.oh(), g.in_w = p.ow(), g.c = p.c;
+  g.out_h = p.ih, g.out_w = p.iw;
+  g.fh = p.fh, g.fw = p.fw;
+  g.pad_t = p.fh - 1 - p.pad_top, g.pad_l = p.fw - 1 - p.pad_left;  // negative: crop
+  g.flip = true;
+  return g;
+}
+
+void dwconv_forward_cuda(const float* x, const float* w, const float* bias, float* y, const DwconvParams& p,
+                         cudaStream_t stream) {
+  p.validate("dwconv_forward_cuda");
+  check_pointers("dwconv_forward_cuda", x, "x", w, "w", y, "y");
+  const bool aligned = aligned16(x) && aligned16(w) && aligned16(bias) && aligned16(y);
+  log_path_once("fwd", p, forward_path(p, aligned));
+  const ConvGeometry g = forward_geometry(p);
+  if (gemv_applies(p) && aligned)
+    launch_dwconv_gemv(x, w, bias, y, g, stream);
+  else
+    launch_dwconv_direct_forward(x, w, bias, y, g, p.c % 4 == 0 && aligned, stream);
+}
+
+void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const DwconvParams& p,
+                               cudaStream_t stream) {
+  p.validate("dwconv_backward_data_cuda");
+  check_pointers("dwconv_backward_data_cuda", dy, "dy", w, "w", dx, "dx");
+  const bool aligned = aligned16(dy) && aligned16(w) && aligned16(dx);
+  log_path_once("bdc", p, backward_data_path(p, aligned));
+  const bool vec4 = p.c % 4 == 0 && aligned;
+  if (p.stride_h == 1 && p.stride_w == 1) {
+    const ConvGeometry g = backward_data_geometry_stride1(p);
+    if (gemv_applies(p) && aligned)
+      launch_dwconv_gemv(dy, w, nullptr, dx, g, stream);
+    else
+      launch_dwconv_direct_forward(dy, w, nullptr, dx, g, vec4, stream);
+  } else {
+    launch_dwconv_direct_backward_data(dy, w, dx, p, vec4, stream);
+  }
+}
+
+std::string dwconv_path_name(DwconvOp op, const DwconvParams& p) {
+  p.validate("dwconv_path_name");
+  switch (op) {
+    case DwconvOp::forward: return forward_path(p, true);
+    case DwconvOp::backward_data: return backward_data_path(p, true);
+    case DwconvOp::backward_filter: return bfc_path_name(p);
+  }
+  return "unknown";
+}
+
+}  // namespace cnn::dwconv

@@ -1,0 +1,195 @@
+// GPU tests of the FP32 depthwise forward and backward-data paths (GEMV and direct kernels) against the FP64
+// reference, on awkward shapes; outputs are poisoned with NaN before each run to catch unwritten elements.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+
+namespace cnn::dwconv {
+namespace {
+
+bool has_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
+
+// Device buffer of floats with `offset_floats` leading floats, so a test can hand out misaligned pointers.
+class DeviceFloats {
+ public:
+  explicit DeviceFloats(size_t n, size_t offset_floats = 0) : offset_(offset_floats) {
+    EXPECT_EQ(cudaMalloc(&base_, (n + offset_floats) * sizeof(float)), cudaSuccess);
+  }
+  ~DeviceFloats() { cudaFree(base_); }
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  float* get() const { return base_ + offset_; }
+
+ private:
+  float* base_ = nullptr;
+  size_t offset_;
+};
+
+std::vector<double> uniform(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& e : v) e = static_cast<float>(dist(rng));  // values exactly representable in FP32
+  return v;
+}
+
+std::vector<double> absolute(const std::vector<double>& v) {
+  std::vector<double> a(v.size());
+  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
+  return a;
+}
+
+void upload(const DeviceFloats& d, const std::vector<double>& v) {
+  std::vector<float> f(v.begin(), v.end());
+  ASSERT_EQ(cudaMemcpy(d.get(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+std::vector<float> download(const DeviceFloats& d, size_t n) {
+  std::vector<float> f(n);
+  EXPECT_EQ(cudaMemcpy(f.data(), d.get(), n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  return f;
+}
+
+// FP32 result vs FP64 reference. Each output is a sum of K products accumulated in FP32 (FMA: one rounding per
+// term). Per element we require |got - ref| <= K * u * mag (u = 2^-24, mag = the same sum over |terms|): Higham's
+// worst-case bound for recursive summation, so a correct kernel can never fail it. Over all elements we also
+// require rms(err) <= 4 * sqrt(K) * u * rms(mag) (rounding errors behave like a random walk), which catches a
+// single dropped or duplicated tap (error ~ mag / K) that the worst-case bound alone might let through.
+void expect_close(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& mag,
+                  double k_terms, const std::string& what) {
+  constexpr double u = 1.0 / (1 << 24);
+  ASSERT_EQ(got.size(), ref.size());
+  double max_abs = 0, max_rel = 0, sum_err2 = 0, sum_mag2 = 0;
+  size_t bad = 0, first_bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - ref[i]);
+    const bool ok = std::isfinite(got[i]) && err <= k_terms * u * mag[i] + 1e-30;
+    if (!ok && bad++ == 0) first_bad = i;
+    max_abs = std::max(max_abs, std::isfinite(err) ? err : INFINITY);
+    if (mag[i] > 0) max_rel = std::max(max_rel, err / mag[i]);
+    sum_err2 += err * err;
+    sum_mag2 += mag[i] * mag[i];
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " elements out of bound; first at index " << first_bad
+                     << " expected " << ref[first_bad] << " got " << got[first_bad] << " (max abs err " << max_abs
+                     << ", max err/mag " << max_rel << ")";
+  const double rms_err = std::sqrt(sum_err2 / ref.size()), rms_mag = std::sqrt(sum_mag2 / ref.size());
+  EXPECT_LE(rms_err, 4 * std::sqrt(k_terms) * u * rms_mag + 1e-30) << what << ": rms error " << rms_err;
+}
+
+struct Case {
+  int n, h, w, c, fh, fw, sh, sw, pt, pb, pl, pr;
+};
+
+DwconvParams params_of(const Case& k) {
+  DwconvParams p;
+  p.n = k.n, p.ih = k.h, p.iw = k.w, p.c = k.c, p.fh = k.fh, p.fw = k.fw;
+  p.stride_h = k.sh, p.stride_w = k.sw;
+  p.pad_top = k.pt, p.pad_bottom = k.pb, p.pad_left = k.pl, p.pad_right = k.pr;
+  return p;
+}
+
+// 'same' padding for odd filters: (F-1)/2 on each side.
+Case same(int n, int h, int w, int c, int fh, int fw) {
+  return {n, h, w, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2};
+}
+
+void run_forward_and_backward_data(const Case& k, uint64_t seed, size_t misalign_floats) {
+  const DwconvParams p = params_of(k);
+  const std::string name = p.str() + " seed=" + std::to_string(seed) + " misalign=" + std::to_string(misalign_floats);
+  std::mt19937_64 rng(seed);
+  const auto x = uniform(p.x_elems(), rng), w = uniform(p.w_elems(), rng), bias = uniform(p.c, rng);
+  const auto dy = uniform(p.y_elems(), rng);
+
+  std::vector<double> y_ref(p.y_elems()), y_mag(p.y_elems()), dx_ref(p.x_elems()), dx_mag(p.x_elems());
+  dwconv_forward_reference(x.data(), w.data(), bias.data(), y_ref.data(), p);
+  dwconv_forward_reference(absolute(x).data(), absolute(w).data(), absolute(bias).data(), y_mag.data(), p);
+  dwconv_backward_data_reference(dy.data(), w.data(), dx_ref.data(), p);
+  dwconv_backward_data_reference(absolute(dy).data(), absolute(w).data(), dx_mag.data(), p);
+
+  DeviceFloats dx_d(p.x_elems(), misalign_floats), x_d(p.x_elems(), misalign_floats);
+  DeviceFloats w_d(p.w_elems(), misalign_floats), b_d(p.c, misalign_floats);
+  DeviceFloats y_d(p.y_elems(), misalign_floats), dy_d(p.y_elems(), misalign_floats);
+  upload(x_d, x), upload(w_d, w), upload(b_d, bias), upload(dy_d, dy);
+  ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);  // NaN poison
+  ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
+
+  dwconv_forward_cuda(x_d.get(), w_d.get(), b_d.get(), y_d.get(), p, nullptr);
+  dwconv_backward_data_cuda(dy_d.get(), w_d.get(), dx_d.get(), p, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  expect_close(download(y_d, p.y_elems()), y_ref, y_mag, p.fh * p.fw + 1,
+               "forward " + name + " [" + dwconv_path_name(DwconvOp::forward, p) + "]");
+  const int taps_per_dx = ((p.fh + p.stride_h - 1) / p.stride_h) * ((p.fw + p.stride_w - 1) / p.stride_w);
+  expect_close(download(dx_d, p.x_elems()), dx_ref, dx_mag, taps_per_dx,
+               "backward-data " + name + " [" + dwconv_path_name(DwconvOp::backward_data, p) + "]");
+}
+
+const std::vector<Case>& awkward_cases() {
+  static const std::vector<Case> cases = {
+      same(1, 17, 34, 72, 1, 1),
+      same(1, 17, 34, 72, 3, 3),
+      same(2, 17, 34, 72, 7, 7),
+      same(1, 17, 34, 72, 13, 13),
+      same(1, 17, 34, 72, 31, 31),
+      same(1, 17, 34, 72, 51, 51),
+      same(1, 17, 34, 72, 51, 5),
+      same(1, 17, 34, 72, 5, 51),
+      same(2, 9, 7, 40, 29, 29),                     // run-time FW, output narrower than a tile
+      {1, 17, 34, 72, 4, 4, 1, 1, 1, 2, 2, 1},       // even filter, asymmetric padding
+      {1, 17, 34, 72, 3, 5, 1, 1, 4, 0, 0, 5},       // padding > F-1: edge rows see only padding, bdc crops
+      {2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1},       // stride 2
+      {1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3},       // stride 2, asymmetric padding
+      {1, 18, 33, 8, 5, 5, 2, 1, 2, 2, 2, 2},        // stride 2x1
+      same(1, 17, 34, 3, 7, 7),                      // C % 4 != 0
+      same(1, 17, 34, 130, 9, 9),                    // C % 4 != 0, several channel blocks
+      same(1, 1, 1, 36, 3, 3),                       // 1x1 map
+      same(3, 40, 70, 100, 17, 17),                  // C % 32 != 0 with the vector path, several tiles
+  };
+  return cases;
+}
+
+TEST(DwconvGpu, ForwardAndBackwardDataMatchReference) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 1000;
+  for (const Case& k : awkward_cases()) run_forward_and_backward_data(k, seed++, 0);
+}
+
+TEST(DwconvGpu, MisalignedPointersTakeDirectPathAndMatch) {
+  SKIP_WITHOUT_GPU();
+  run_forward_and_backward_data(same(1, 17, 34, 72, 7, 7), 77, 1);
+  run_forward_and_backward_data(same(2, 17, 34, 64, 13, 13), 78, 2);
+}
+
+TEST(DwconvGpu, LargerShapeMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  run_forward_and_backward_data(same(4, 64, 64, 256, 31, 31), 4242, 0);
+  run_forward_and_backward_data(same(2, 32, 32, 1024, 51, 51), 4243, 0);
+}
+
+TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
+  DwconvParams p;
+  p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
+  float dummy = 0;
+  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+  p.fh = 3, p.stride_h = 0;
+  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
+  p.stride_h = 1;
+  EXPECT_THROW(dwconv_forward_cuda(nullptr, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+}
+
+}  // namespace
+}  // namespace cnn::dwconv
