@@ -25,9 +25,15 @@ ConvGeometry forward_geometry(const DwconvParams& p);
 ConvGeometry backward_data_geometry_stride1(const DwconvParams& p);
 
 // GEMV kernel (flash-dwc.md section 3): stride 1, C % 4 == 0, 16-byte aligned pointers.
+struct GemvConfig {
+  int tm = 8;             // consecutive outputs per thread: 8 or 16
+  bool prefetch = false;  // register ring of 2*TM inputs: each load is issued TM taps before its first use
+  bool whole_filter = false;  // stage all FH filter rows in shared memory once (small filters) instead of two
+};
+GemvConfig gemv_config_for(const ConvGeometry& g);  // the dispatcher's choice for the shape
 void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                        cudaStream_t stream);
-std::string dwconv_gemv_path_name(const ConvGeometry& g);
+                        const GemvConfig& cfg, cudaStream_t stream);
+std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg);
 
 // Direct kernels: any stride, any C, any alignment. Forward (also stride-1 backward-data via flip) and the
 // strided backward-data gather.

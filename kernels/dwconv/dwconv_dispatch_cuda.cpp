@@ -44,13 +44,16 @@ void check_pointers(const char* op, const void* a, const char* a_name, const voi
 }
 
 std::string forward_path(const DwconvParams& p, bool aligned) {
-  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(forward_geometry(p));
+  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(forward_geometry(p), gemv_config_for(forward_geometry(p)));
   return str_cat("fwd direct vec=", (p.c % 4 == 0 && aligned) ? 4 : 1,
                  gemv_applies(p) ? " (unaligned pointers)" : (p.c % 4 ? " (C % 4 != 0)" : " (stride > 1)"));
 }
 
 std::string backward_data_path(const DwconvParams& p, bool aligned) {
-  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(backward_data_geometry_stride1(p));
+  if (gemv_applies(p) && aligned) {
+    const ConvGeometry g = backward_data_geometry_stride1(p);
+    return dwconv_gemv_path_name(g, gemv_config_for(g));
+  }
   const int vec = (p.c % 4 == 0 && aligned) ? 4 : 1;
   if (p.stride_h == 1 && p.stride_w == 1) return str_cat("bdc direct flipped vec=", vec);
   return str_cat("bdc direct strided gather vec=", vec);
@@ -87,7 +90,7 @@ void dwconv_forward_cuda(const float* x, const float* w, const float* bias, floa
   log_path_once("fwd", p, forward_path(p, aligned));
   const ConvGeometry g = forward_geometry(p);
   if (gemv_applies(p) && aligned)
-    launch_dwconv_gemv(x, w, bias, y, g, stream);
+    launch_dwconv_gemv(x, w, bias, y, g, gemv_config_for(g), stream);
   else
     launch_dwconv_direct_forward(x, w, bias, y, g, p.c % 4 == 0 && aligned, stream);
 }
@@ -102,7 +105,7 @@ void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const
   if (p.stride_h == 1 && p.stride_w == 1) {
     const ConvGeometry g = backward_data_geometry_stride1(p);
     if (gemv_applies(p) && aligned)
-      launch_dwconv_gemv(dy, w, nullptr, dx, g, stream);
+      launch_dwconv_gemv(dy, w, nullptr, dx, g, gemv_config_for(g), stream);
     else
       launch_dwconv_direct_forward(dy, w, nullptr, dx, g, vec4, stream);
   } else {

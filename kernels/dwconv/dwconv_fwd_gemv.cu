@@ -11,7 +11,6 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kBN = 32;           // channels per block: one 128-byte segment, 8 lanes x float4
-constexpr int kTM = 8;            // consecutive outputs per thread along the output row
 constexpr int kThreads = 128;     // 4 warps, one per SM sub-partition scheduler
 constexpr int kWsPitch = kBN + 4;  // floats per filter tap in shared memory (+16 B against bank conflicts)
 
@@ -22,7 +21,7 @@ struct GemvArgs {
   float* __restrict__ dst;         // (N, out_h, out_w, C)
   int n, in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l;
   int flip;
-  int groups_per_row;  // 8-column groups of a warp along one output row: 4, 2 or 1
+  int groups_per_row;  // TM-column groups of a warp along one output row: 4, 2 or 1
   int tile_h, tile_w, tiles_h, tiles_w;
 };
 
@@ -33,11 +32,16 @@ __device__ __forceinline__ void fma4(float4& acc, const float4 x, const float4 f
   acc.w = fmaf(x.w, f.w, acc.w);
 }
 
-// One float4 of the source row, zero outside [0, in_w) or when the row is masked (row == nullptr).
+// One float4 of the source row, zero outside [0, in_w) or when the row is masked (row == nullptr). The load is a
+// volatile asm so the compiler keeps it where the sliding window asks for it instead of hoisting a whole block of
+// future loads into registers (which spills at these register budgets).
 __device__ __forceinline__ float4 load_src(const float* row, int col, int in_w, int c) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   if (row != nullptr && static_cast<unsigned>(col) < static_cast<unsigned>(in_w))
-    return __ldg(reinterpret_cast<const float4*>(row + col * c));
-  return make_float4(0.f, 0.f, 0.f, 0.f);
+    asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(row + col * c));
+  return v;
 }
 
 // Copies filter row i (FW taps x 32 channels; rotated when flipping) into shared memory with cp.async.cg.
@@ -55,32 +59,59 @@ __device__ __forceinline__ void stage_filter_row(float* ws, const GemvArgs& a, i
 }
 
 // 1-D correlation of one source row with one filter row for TM outputs x 4 channels, width-first with a register
-// sliding window: xw holds TM consecutive inputs; each tap reuses TM-1 of them and loads one. Taps are processed in
-// blocks of TM so the ring index (t + j) % TM is a compile-time constant even when FW is only known at run time.
-template <int kFW>
-__device__ __forceinline__ void gemv_row(float4 (&acc)[kTM], float4 (&xw)[kTM], const float* row, int col0,
-                                         int in_w, int c, const float* ws_lane, int fw_runtime) {
-  const int fw = kFW > 0 ? kFW : fw_runtime;
-  // Not unrolled across blocks: a full unroll lets the compiler hoist every future load and spill.
-#pragma unroll 1
-  for (int jb = 0; jb < fw; jb += kTM) {
+// sliding window (flash-dwc.md 3.4). The ring holds kRing >= TM consecutive inputs: at tap j it holds inputs
+// j .. j+kRing-1 in slots (input % kRing); tap j uses the first TM of them, then its oldest slot is refilled with
+// input j + kRing. kRing = TM is the paper's window (each load is consumed at the next tap); kRing = 2*TM issues
+// each load TM taps ahead, hiding L2 latency. Taps are processed in blocks of kRing so every ring index is a
+// compile-time constant even when FW is only known at run time.
+// Calls f.operator()<k>() for k == steps (1 <= steps < kRing): the run-time remainder of a row becomes a block of
+// exactly that many unrolled taps (a guarded block would issue the skipped taps' FMAs predicated off).
+template <class F, int... kS>
+__device__ __forceinline__ void with_step_count(std::integer_sequence<int, kS...>, int steps, F&& f) {
+  ((steps == kS && kS > 0 ? (f.template operator()<kS>(), 0) : 0), ...);
+}
+
+template <int kTM, int kRing, int kSteps>
+__device__ __forceinline__ void gemv_block(float4 (&acc)[kTM], float4 (&ring)[kRing], const float* row, int col0,
+                                           int in_w, int c, const float* ws_lane, int jb, int n_inputs) {
 #pragma unroll
-    for (int jj = 0; jj < kTM; ++jj) {
-      const int j = jb + jj;
-      if (j < fw) {
-        const float4 f = *reinterpret_cast<const float4*>(ws_lane + j * kWsPitch);
+  for (int jj = 0; jj < kSteps; ++jj) {
+    const int j = jb + jj;
+    const float4 f = *reinterpret_cast<const float4*>(ws_lane + j * kWsPitch);
 #pragma unroll
-        for (int t = 0; t < kTM; ++t) fma4(acc[t], xw[(t + jj) % kTM], f);
-        if (j + 1 < fw) xw[jj] = load_src(row, col0 + kTM + j, in_w, c);
-      }
-    }
+    for (int t = 0; t < kTM; ++t) fma4(acc[t], ring[(t + jj) % kRing], f);
+    if (j + kRing < n_inputs) ring[jj] = load_src(row, col0 + kRing + j, in_w, c);
   }
 }
 
-template <int kFW>
-__global__ void __launch_bounds__(kThreads, 4) dwconv_gemv_kernel(const GemvArgs a) {
+// Full blocks of kRing taps in a loop (not unrolled: a full unroll lets the compiler hoist every future load and
+// spill), then the remainder as a block of exactly FW % kRing unrolled taps.
+template <int kFW, int kTM, int kRing>
+__device__ __forceinline__ void gemv_row(float4 (&acc)[kTM], float4 (&ring)[kRing], const float* row, int col0,
+                                         int in_w, int c, const float* ws_lane, int fw_runtime) {
+  const int fw = kFW > 0 ? kFW : fw_runtime;
+  const int n_inputs = kTM + fw - 1;
+  const int full_end = fw - fw % kRing;
+#pragma unroll 1
+  for (int jb = 0; jb < full_end; jb += kRing)
+    gemv_block<kTM, kRing, kRing>(acc, ring, row, col0, in_w, c, ws_lane, jb, n_inputs);
+  if constexpr (kFW > 0) {
+    if constexpr (kFW % kRing != 0)
+      gemv_block<kTM, kRing, kFW % kRing>(acc, ring, row, col0, in_w, c, ws_lane, full_end, n_inputs);
+  } else {
+    with_step_count(std::make_integer_sequence<int, kRing>{}, fw - full_end, [&]<int kSteps>() {
+      gemv_block<kTM, kRing, kSteps>(acc, ring, row, col0, in_w, c, ws_lane, full_end, n_inputs);
+    });
+  }
+}
+
+// Registers: acc (4*TM) + ring (4*kRing) + the loads of a block hoisted ahead by the compiler.
+constexpr int min_blocks_per_sm(int tm, int ring) { return 4 * (tm + ring) <= 64 ? 4 : (4 * (tm + ring) <= 96 ? 3 : 2); }
+
+template <int kFW, int kTM, int kRing, bool kWholeFilter>
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kTM, kRing)) dwconv_gemv_kernel(const GemvArgs a) {
   extern __shared__ float4 smem_f4[];
-  float* ws = reinterpret_cast<float*>(smem_f4);  // [2][FW][kWsPitch], double-buffered filter rows
+  float* ws = reinterpret_cast<float*>(smem_f4);  // [FH or 2][FW][kWsPitch]: whole filter, or two row buffers
   const int fw = kFW > 0 ? kFW : a.fw;
   const int buf_floats = fw * kWsPitch;
 
@@ -98,9 +129,10 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_gemv_kernel(const GemvArgs
   const int ch = c0 + 4 * cq;
 
   const int oh_t = oh0 + warp * rows_per_warp + sp / a.groups_per_row;
-  const int ow_t = ow0 + 8 * (sp % a.groups_per_row);
+  const int ow_t = ow0 + kTM * (sp % a.groups_per_row);
   const bool active = oh_t < a.out_h && ow_t < a.out_w && ch < a.c;
   const int col0 = ow_t - a.pad_l;
+  const int n_inputs = kTM + fw - 1;
   const float* src_n = a.src + static_cast<long long>(n) * a.in_h * a.in_w * a.c + ch;
   const float* ws_lane = ws + 4 * cq;
 
@@ -113,25 +145,44 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_gemv_kernel(const GemvArgs
 #pragma unroll
   for (int t = 0; t < kTM; ++t) acc[t] = make_float4(0.f, 0.f, 0.f, 0.f);
 
-  if (i_lo < i_hi) {
+  auto row_ptr = [&](int i) -> const float* {
+    const int r = oh_t + i - a.pad_t;
+    return (active && static_cast<unsigned>(r) < static_cast<unsigned>(a.in_h))
+               ? src_n + static_cast<long long>(r) * a.in_w * a.c
+               : nullptr;
+  };
+  auto load_window = [&](float4 (&ring)[kRing], const float* row) {
+#pragma unroll
+    for (int s = 0; s < kRing; ++s)
+      ring[s] = s < n_inputs ? load_src(row, col0 + s, a.in_w, a.c) : make_float4(0.f, 0.f, 0.f, 0.f);
+  };
+
+  if (i_lo < i_hi && kWholeFilter) {
+    // Small filters: every needed row lands in shared memory once, behind a single barrier.
+    for (int i = i_lo; i < i_hi; ++i) stage_filter_row(ws + (i - i_lo) * buf_floats, a, fw, i, c0);
+    cnn::cuda::cp_async_commit();
+    cnn::cuda::cp_async_wait<0>();
+    __syncthreads();
+    for (int i = i_lo; i < i_hi; ++i) {
+      const float* row = row_ptr(i);
+      float4 ring[kRing];
+      load_window(ring, row);
+      gemv_row<kFW, kTM, kRing>(acc, ring, row, col0, a.in_w, a.c, ws_lane + (i - i_lo) * buf_floats, fw);
+    }
+  } else if (i_lo < i_hi) {
+    // Large filters: rows double-buffered, row i+1 in flight while row i is consumed (flash-dwc.md 3.5).
     stage_filter_row(ws, a, fw, i_lo, c0);
     cnn::cuda::cp_async_commit();
     for (int i = i_lo; i < i_hi; ++i) {
       const int buf = (i - i_lo) & 1;
       if (i + 1 < i_hi) stage_filter_row(ws + (buf ^ 1) * buf_floats, a, fw, i + 1, c0);
       cnn::cuda::cp_async_commit();  // possibly empty, so that wait<1> below always means "row i has landed"
-
-      const int r = oh_t + i - a.pad_t;
-      const float* row = (active && static_cast<unsigned>(r) < static_cast<unsigned>(a.in_h))
-                             ? src_n + static_cast<long long>(r) * a.in_w * a.c
-                             : nullptr;
-      float4 xw[kTM];  // initial window, loaded while the filter row is still in flight
-#pragma unroll
-      for (int t = 0; t < kTM; ++t) xw[t] = load_src(row, col0 + t, a.in_w, a.c);
-
+      const float* row = row_ptr(i);
+      float4 ring[kRing];  // initial window, loaded while the filter row is still in flight
+      load_window(ring, row);
       cnn::cuda::cp_async_wait<1>();
       __syncthreads();
-      gemv_row<kFW>(acc, xw, row, col0, a.in_w, a.c, ws_lane + buf * buf_floats, fw);
+      gemv_row<kFW, kTM, kRing>(acc, ring, row, col0, a.in_w, a.c, ws_lane + buf * buf_floats, fw);
       __syncthreads();  // every warp is done with this buffer before it is refilled
     }
   }
@@ -148,8 +199,9 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_gemv_kernel(const GemvArgs
   }
 }
 
-// Filter widths with their own instantiation (FW known at compile time); any other width runs the kFW = 0 one.
-using StaticWidths = std::integer_sequence<int, 3, 5, 7, 9, 11, 13, 17, 31, 51>;
+// Filter widths with their own instantiation (FW known at compile time): the paper's sweep and the widths of the
+// model families (RepLKNet 27/29/31, SLaK 47/49/51); any other width runs the kFW = 0 instantiation.
+using StaticWidths = std::integer_sequence<int, 3, 5, 7, 9, 11, 13, 17, 27, 29, 31, 47, 49, 51>;
 
 template <class F, int... kW>
 bool with_static_fw(std::integer_sequence<int, kW...>, int fw, F&& f) {
@@ -161,37 +213,54 @@ bool has_static_fw(std::integer_sequence<int, kW...>, int fw) {
   return ((fw == kW) || ...);
 }
 
-// 8-column groups per warp row: 4x32 output tiles when rows are long, 8x16 or 16x8 for narrow maps.
-int groups_per_row_for(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }
+// TM-column groups per warp row: the widest tile whose rows the output still fills.
+int groups_per_row_for(int out_w, int tm) { return out_w >= 4 * tm ? 4 : (out_w >= 2 * tm ? 2 : 1); }
 
 }  // namespace
 
-std::string dwconv_gemv_path_name(const ConvGeometry& g) {
-  const int gpr = groups_per_row_for(g.out_w);
-  return str_cat(g.flip ? "bdc" : "fwd", " gemv FW=", g.fw, has_static_fw(StaticWidths{}, g.fw) ? "" : "(runtime)", " TM=", kTM,
-                 " BN=", kBN, " tile=", 16 / gpr, "x", 8 * gpr);
+// Measured on the H200 over the paper's sweep (docs/perf/dwconv-fp32-h200.md). TM = 16 doubles the FMAs per loaded
+// input and per filter LDS, which compute-bound widths need on Hopper (twice Ampere's FP32 rate per SM, same L1
+// bandwidth); TM = 8 suits narrow maps and width 5. A 2*TM ring wins when one ring block covers the whole row
+// (FW <= 32 with TM = 16). Filters whose rows all fit in 48 KB of shared memory are staged once.
+GemvConfig gemv_config_for(const ConvGeometry& g) {
+  GemvConfig cfg;
+  if (g.out_w < 16 || g.fw == 5) {
+    cfg.tm = 8, cfg.prefetch = true;
+  } else {
+    cfg.tm = 16;
+    cfg.prefetch = g.fw > 17 && g.fw <= 32;
+  }
+  cfg.whole_filter = g.fw <= 17 && static_cast<size_t>(g.fh) * g.fw * kWsPitch * sizeof(float) <= 48 * 1024;
+  return cfg;
+}
+
+std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg) {
+  const int gpr = groups_per_row_for(g.out_w, cfg.tm);
+  return str_cat(g.flip ? "bdc" : "fwd", " gemv FW=", g.fw, has_static_fw(StaticWidths{}, g.fw) ? "" : "(runtime)",
+                 " TM=", cfg.tm, cfg.prefetch ? " ring=2TM" : "", cfg.whole_filter ? " whole-filter" : "", " BN=", kBN, " tile=", 16 / gpr, "x", cfg.tm * gpr);
 }
 
 void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                        cudaStream_t stream) {
+                        const GemvConfig& cfg, cudaStream_t stream) {
   CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 4 == 0, "dwconv gemv: needs stride 1 and C % 4 == 0, got C=",
             g.c, " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(cfg.tm == 8 || cfg.tm == 16, "dwconv gemv: TM must be 8 or 16, got ", cfg.tm);
   GemvArgs a{src, w, bias, dst, g.n, g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.fh, g.fw, g.pad_t, g.pad_l,
              g.flip ? 1 : 0, 0, 0, 0, 0, 0};
-  a.groups_per_row = groups_per_row_for(g.out_w);
+  a.groups_per_row = groups_per_row_for(g.out_w, cfg.tm);
   a.tile_h = 16 / a.groups_per_row;
-  a.tile_w = 8 * a.groups_per_row;
+  a.tile_w = cfg.tm * a.groups_per_row;
   a.tiles_h = (g.out_h + a.tile_h - 1) / a.tile_h;
   a.tiles_w = (g.out_w + a.tile_w - 1) / a.tile_w;
   const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w;
   const int channel_blocks = (g.c + kBN - 1) / kBN;
   CNN_CHECK(blocks < (1LL << 31) && channel_blocks <= 65535, "dwconv gemv: grid too large for ", blocks, " x ",
             channel_blocks, " blocks");
-  const size_t smem = 2 * static_cast<size_t>(g.fw) * kWsPitch * sizeof(float);
+  const size_t smem = static_cast<size_t>(cfg.whole_filter ? g.fh : 2) * g.fw * kWsPitch * sizeof(float);
   const dim3 grid(static_cast<unsigned>(blocks), channel_blocks);
 
-  auto launch = [&]<int kFW>() {
-    auto kernel = dwconv_gemv_kernel<kFW>;
+  auto launch_tm = [&]<int kFW, int kTM, int kRing>() {
+    auto kernel = cfg.whole_filter ? dwconv_gemv_kernel<kFW, kTM, kRing, true> : dwconv_gemv_kernel<kFW, kTM, kRing, false>;
     if (smem > 48 * 1024) {
       int max_optin = 0, dev = 0;
       CNN_CUDA_CHECK(cudaGetDevice(&dev));
@@ -201,6 +270,12 @@ void launch_dwconv_gemv(const float* src, const float* w, const float* bias, flo
       CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     }
     kernel<<<grid, kThreads, smem, stream>>>(a);
+  };
+  auto launch = [&]<int kFW>() {
+    if (cfg.tm == 8 && !cfg.prefetch) launch_tm.template operator()<kFW, 8, 8>();
+    if (cfg.tm == 8 && cfg.prefetch) launch_tm.template operator()<kFW, 8, 16>();
+    if (cfg.tm == 16 && !cfg.prefetch) launch_tm.template operator()<kFW, 16, 16>();
+    if (cfg.tm == 16 && cfg.prefetch) launch_tm.template operator()<kFW, 16, 32>();
   };
   if (!with_static_fw(StaticWidths{}, g.fw, launch)) launch.template operator()<0>();
   CNN_CHECK_LAUNCH("dwconv_gemv_kernel");

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
+#include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -178,6 +179,34 @@ TEST(DwconvGpu, LargerShapeMatchesReference) {
   SKIP_WITHOUT_GPU();
   run_forward_and_backward_data(same(4, 64, 64, 256, 31, 31), 4242, 0);
   run_forward_and_backward_data(same(2, 32, 32, 1024, 51, 51), 4243, 0);
+}
+
+// The dispatcher picks one GEMV configuration per width; every configuration must be right for every width class.
+TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 9000;
+  for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(2, 17, 70, 40, 13, 13), same(1, 9, 20, 8, 29, 29),
+                        same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 64, 5, 51)}) {
+    const DwconvParams p = params_of(k);
+    std::mt19937_64 rng(seed++);
+    const auto x = uniform(p.x_elems(), rng), w = uniform(p.w_elems(), rng);
+    std::vector<double> y_ref(p.y_elems()), y_mag(p.y_elems());
+    dwconv_forward_reference(x.data(), w.data(), nullptr, y_ref.data(), p);
+    dwconv_forward_reference(absolute(x).data(), absolute(w).data(), nullptr, y_mag.data(), p);
+    DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), y_d(p.y_elems());
+    upload(x_d, x), upload(w_d, w);
+    for (int variant = 0; variant < 8; ++variant) {
+      ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
+      GemvConfig cfg;
+      cfg.tm = variant & 1 ? 16 : 8;
+      cfg.prefetch = variant & 2;
+      cfg.whole_filter = variant & 4;
+      launch_dwconv_gemv(x_d.get(), w_d.get(), nullptr, y_d.get(), forward_geometry(p), cfg, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      expect_close(download(y_d, p.y_elems()), y_ref, y_mag, p.fh * p.fw,
+                   dwconv_gemv_path_name(forward_geometry(p), cfg) + " " + p.str() + " seed=" + std::to_string(seed - 1));
+    }
+  }
 }
 
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
