@@ -8,10 +8,11 @@ namespace cnn {
 namespace {
 thread_local bool t_grad_enabled = true;
 
-// Leaf grads are FP32 accumulators owned by the leaf; the first contribution is copied, never aliased.
+// Leaf grads are FP32 accumulators (FP64 for f64 leaves, so gradient checks keep double precision) owned by the
+// leaf; the first contribution is copied, never aliased.
 void accumulate_leaf(AutogradMeta& meta, const Tensor& g) {
   if (!meta.grad.defined()) {
-    Tensor acc = Tensor::empty(g.shape(), DType::f32, g.device(), "grad");
+    Tensor acc = Tensor::empty(g.shape(), g.dtype() == DType::f64 ? DType::f64 : DType::f32, g.device(), "grad");
     acc.copy_(g);
     meta.grad = acc;
   } else {

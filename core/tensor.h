@@ -109,7 +109,7 @@ class Tensor {
   // Marks a leaf (floating dtype only) as a parameter whose gradient a Tape accumulates into grad().
   Tensor& set_requires_grad(bool on);
   bool is_leaf() const;
-  Tensor grad() const;  // FP32, same shape and device; undefined until a backward reaches it
+  Tensor grad() const;  // FP32 (FP64 for f64 leaves), same shape and device; undefined until a backward reaches it
   void zero_grad();     // fills an existing grad with zeros
   void reset_grad();    // drops the grad tensor
   const std::shared_ptr<AutogradMeta>& autograd_meta() const { return meta_; }
@@ -130,7 +130,7 @@ class Tensor {
 struct AutogradMeta {
   bool requires_grad = false;
   bool is_leaf = true;
-  Tensor grad;  // FP32 accumulator of a leaf
+  Tensor grad;  // accumulator of a leaf: FP32, or FP64 for f64 leaves
 };
 
 }  // namespace cnn

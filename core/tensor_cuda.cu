@@ -77,7 +77,7 @@ __global__ void random_kernel(T* __restrict__ dst, int64_t n, RandomParams p) {
 }
 
 template <class T, class A>
-__global__ void axpy_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, A alpha) {
+__global__ void axpy_kernel(const T* x, T* y, int64_t n, A alpha) {  // x may alias y (y *= 1 + alpha)
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     y[i] = device_cast<T>(widen(y[i]) + alpha * widen(x[i]));
   }
