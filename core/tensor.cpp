@@ -218,6 +218,10 @@ detail::StridedCopy make_strided_copy(const Tensor& src, const Tensor& dst) {
   return p;
 }
 
+// Memory-bound loops go parallel only when large: an OpenMP team that wakes for small work then spins while
+// OpenBLAS threads run, which costs far more than it saves on a few cores (docs/core.md).
+constexpr int64_t kParallelMin = int64_t(1) << 18;
+
 void cpu_strided_copy(const char* src, char* dst, const detail::StridedCopy& p) {
   const int64_t es = p.elem_size;
 #pragma omp parallel for schedule(static) if (p.numel > 32768)
@@ -263,7 +267,7 @@ Tensor convert(const Tensor& src, DType t) {
       using D = typename decltype(dtag)::type;
       const S* s = static_cast<const S*>(src.data_ptr());
       D* d = static_cast<D*>(out.data_ptr());
-#pragma omp parallel for schedule(static) if (n > 32768)
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) d[i] = cast_value<D>(s[i]);
     });
   });
@@ -334,7 +338,7 @@ Tensor& Tensor::fill_(double value) {
   }
   char* p = static_cast<char*>(data_ptr());
   const int64_t n = numel_;
-#pragma omp parallel for schedule(static) if (n > 32768)
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * es, &bits, size_t(es));
   return *this;
 }
@@ -358,7 +362,7 @@ Tensor& Tensor::add_(const Tensor& x, double alpha) {
       const T* xp = static_cast<const T*>(xs.data_ptr());
       T* yp = static_cast<T*>(data_ptr());
       const int64_t n = numel_;
-#pragma omp parallel for schedule(static) if (n > 32768)
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_same_v<T, double>) {
           yp[i] += alpha * xp[i];
@@ -398,7 +402,7 @@ Tensor& Tensor::random_(int kind, uint64_t seed, uint64_t offset, const float* a
     using T = typename decltype(tag)::type;
     T* out = static_cast<T*>(data_ptr());
     const int64_t n = numel_;
-#pragma omp parallel for schedule(static) if (n > 4096)
+#pragma omp parallel for schedule(static) if (n > kParallelMin / 16)
     for (int64_t i = 0; i < n; ++i) {
       const uint64_t e = p.offset + uint64_t(i);
       float v;

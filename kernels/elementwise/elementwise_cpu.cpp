@@ -7,7 +7,8 @@ namespace cnn::kernels {
 
 namespace {
 
-constexpr int64_t kParallelMin = 16384;  // below this, thread start-up costs more than the work
+// Memory-bound: below this a single thread is as fast, and an idle OpenMP team would spin against OpenBLAS.
+constexpr int64_t kParallelMin = int64_t(1) << 18;
 
 template <class T>
 void binary_impl(const T* a, const T* b, T* y, const BinaryParams& p) {

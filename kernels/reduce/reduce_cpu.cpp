@@ -16,7 +16,7 @@ void sum_all_impl(const T* x, T* y, int64_t n, double alpha) {
   CNN_CHECK(n >= 0, "sum_all_cpu: negative element count ", n);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(size_t(chunks), 0.0);
-#pragma omp parallel for schedule(static) if (chunks > 1)
+#pragma omp parallel for schedule(static) if (chunks > 32)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t end = std::min(n, (c + 1) * kChunk);
     double s = 0.0;
@@ -33,7 +33,7 @@ void sum_rows_impl(const T* x, T* y, int64_t rows, int64_t cols, double alpha) {
   CNN_CHECK(rows >= 0 && cols >= 1, "sum_rows_cpu: expected rows >= 0 and cols >= 1, got ", rows, " x ", cols);
   const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
   std::vector<double> partial(size_t(chunks * cols), 0.0);
-#pragma omp parallel for schedule(static) if (chunks > 1 && rows * cols > 16384)
+#pragma omp parallel for schedule(static) if (chunks > 1 && rows * cols > (int64_t(1) << 18))
   for (int64_t k = 0; k < chunks; ++k) {
     double* acc = partial.data() + k * cols;
     const int64_t end = std::min(rows, (k + 1) * kRowsPerChunk);
