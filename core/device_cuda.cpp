@@ -1,0 +1,19 @@
+// CUDA device discovery (CUDA builds).
+#include <cuda_runtime.h>
+
+#include "core/device.h"
+
+namespace cnn {
+
+bool cuda_built() { return true; }
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver / no device" error so later calls start clean
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace cnn

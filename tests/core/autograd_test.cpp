@@ -1,0 +1,148 @@
+// Tape: reverse replay, accumulation, retain / free, NoGradGuard and the error paths.
+#include <gtest/gtest.h>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "layers/functional.h"
+
+namespace cnn {
+namespace {
+
+Tensor vec(std::vector<float> v, bool grad) {
+  Tensor t = Tensor::from_vector(v, {int64_t(v.size())});
+  if (grad) t.set_requires_grad(true);
+  return t;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(Autograd, ChainRuleThroughSharedInput) {
+  Tensor x = vec({1, 2, 3}, true);
+  Tape tape;
+  // L = sum(x * x + 3x) -> dL/dx = 2x + 3; x is used three times.
+  Tensor y = ops::add(&tape, ops::mul(&tape, x, x), ops::scale(&tape, x, 3.0));
+  Tensor loss = ops::sum(&tape, y);
+  EXPECT_EQ(tape.size(), 4u);
+  tape.backward(loss);
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(x.grad().dtype(), DType::f32);
+  EXPECT_EQ(tape.size(), 0u);  // freed
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwards) {
+  Tensor w = vec({1, 1}, true);
+  for (int step = 0; step < 3; ++step) {
+    Tape tape;
+    tape.backward(ops::sum(&tape, ops::scale(&tape, w, 2.0)));
+  }
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{6, 6}));
+  w.zero_grad();
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{0, 0}));
+}
+
+TEST(Autograd, RetainGraphAllowsASecondReplay) {
+  Tensor w = vec({1, 2}, true);
+  Tape tape;
+  Tensor loss = ops::sum(&tape, ops::mul(&tape, w, w));
+  tape.backward(loss, /*retain_graph=*/true);
+  tape.backward(loss);
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{4, 8}));
+}
+
+TEST(Autograd, SecondBackwardOverFreedTapeIsAnError) {
+  Tensor w = vec({1, 2}, true);
+  Tape tape;
+  Tensor loss = ops::sum(&tape, w);
+  tape.backward(loss);
+  EXPECT_NE(error_of([&] { tape.backward(loss); }).find("already replayed"), std::string::npos);
+}
+
+TEST(Autograd, BackwardWithoutRequiresGradIsAnError) {
+  Tensor x = vec({1, 2}, false);
+  Tape tape;
+  Tensor loss = ops::sum(&tape, x);
+  EXPECT_EQ(tape.size(), 0u);
+  EXPECT_NE(error_of([&] { tape.backward(loss); }).find("does not require grad"), std::string::npos);
+}
+
+TEST(Autograd, NullTapeAndNoGradGuardRecordNothing) {
+  Tensor w = vec({1, 2}, true);
+  Tensor a = ops::sum(nullptr, w);
+  EXPECT_FALSE(a.requires_grad());
+  Tape tape;
+  {
+    NoGradGuard guard;
+    Tensor b = ops::sum(&tape, w);
+    EXPECT_FALSE(b.requires_grad());
+  }
+  EXPECT_EQ(tape.size(), 0u);
+  EXPECT_TRUE(grad_enabled());
+}
+
+TEST(Autograd, NonScalarNeedsExplicitSeed) {
+  Tensor w = vec({1, 2, 3}, true);
+  Tape tape;
+  Tensor y = ops::scale(&tape, w, 2.0);
+  EXPECT_NE(error_of([&] { tape.backward(y, true); }).find("must be a scalar"), std::string::npos);
+  tape.backward(y, Tensor::from_vector<float>({1, 10, 100}, {3}));
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 20, 200}));
+  Tape other;
+  Tensor z = ops::scale(&other, w, 2.0);
+  EXPECT_NE(error_of([&] { other.backward(z, Tensor::zeros({2}, DType::f32)); }).find("does not match"),
+            std::string::npos);
+}
+
+TEST(Autograd, LossFromAnotherTapeIsAnError) {
+  Tensor w = vec({1}, true);
+  Tape a, b;
+  Tensor loss = ops::sum(&a, w);
+  EXPECT_NE(error_of([&] { b.backward(loss); }).find("not produced by an op recorded on this tape"),
+            std::string::npos);
+}
+
+TEST(Autograd, OnlyInputsRequiringGradReceiveGradients) {
+  Tensor w = vec({2, 3}, true);
+  Tensor c = vec({5, 7}, false);
+  Tape tape;
+  tape.backward(ops::sum(&tape, ops::mul(&tape, w, c)));
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{5, 7}));
+  EXPECT_FALSE(c.grad().defined());
+}
+
+TEST(Autograd, CustomNodeRecordsLikeLayersWill) {
+  // A layer defined outside layers/functional records the same way: inputs, outputs, closure.
+  Tensor x = vec({1, 2}, true);
+  Tape tape;
+  Tensor y = x.clone();
+  ASSERT_TRUE(Tape::should_record(&tape, {&x}));
+  tape.record("identity_times_4", {&x}, {&y}, [](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor d = g[0].clone();
+    d.add_(g[0], 3.0);
+    return {d};
+  });
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_THROW(y.set_requires_grad(false), Error);
+  tape.backward(y, Tensor::full({2}, 1.0, DType::f32));
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{4, 4}));
+}
+
+TEST(Autograd, WrongGradientShapeFromANodeIsAnError) {
+  Tensor x = vec({1, 2}, true);
+  Tape tape;
+  Tensor y = x.clone();
+  tape.record("bad", {&x}, {&y}, [](const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {Tensor::zeros({3}, DType::f32)};
+  });
+  EXPECT_NE(error_of([&] { tape.backward(y, Tensor::full({2}, 1.0, DType::f32)); }).find("gradient of input 0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cnn

@@ -1,0 +1,76 @@
+// GPU tensor behaviour (runs on the GPU machine): device round trips, strided copies and conversion on device,
+// and Philox init bit-identical to the CPU for every floating dtype.
+#include <gtest/gtest.h>
+
+#include "core/context.h"
+#include "core/tensor.h"
+#include "tests/support/numeric.h"
+
+namespace cnn {
+namespace {
+
+TEST(TensorGpu, DeviceRoundTripAllDtypes) {
+  CNN_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8}) {
+    Tensor x = Tensor::empty({3, 17, 5}, DType::f32);
+    x.uniform_(11, 0, 0, 200);
+    x = x.to(t);
+    Tensor d = x.to(gpu);
+    EXPECT_TRUE(d.device().is_cuda());
+    EXPECT_TRUE(test::bitwise_equal(x, d.to(Device::cpu()), dtype_name(t)));
+  }
+}
+
+TEST(TensorGpu, ViewsCopiesAndConversionOnDevice) {
+  CNN_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  Tensor x = Tensor::empty({4, 6, 5}, DType::f32);
+  x.normal_(3, 0, 0, 1);
+  Tensor d = x.to(gpu);
+  // permute + contiguous, slice, strided fill and cross-dtype copy must match the CPU results exactly.
+  EXPECT_TRUE(test::bitwise_equal(x.permute({2, 0, 1}).contiguous(), d.permute({2, 0, 1}).contiguous(), "permute"));
+  EXPECT_TRUE(test::bitwise_equal(x.slice(1, 2, 5).contiguous(), d.slice(1, 2, 5).contiguous(), "slice"));
+  for (DType t : {DType::f16, DType::bf16, DType::f64, DType::i32, DType::u8}) {
+    EXPECT_TRUE(test::bitwise_equal(x.to(t), d.to(t), std::string("convert to ") + dtype_name(t)));
+    EXPECT_TRUE(test::bitwise_equal(x.to(t).to(DType::f32), d.to(t).to(DType::f32), "convert back"));
+  }
+  Tensor xc = x.clone(), dc = d.clone();
+  xc.permute({1, 0, 2}).slice(0, 1, 2).fill_(-3);
+  dc.permute({1, 0, 2}).slice(0, 1, 2).fill_(-3);
+  EXPECT_TRUE(test::bitwise_equal(xc, dc, "strided fill"));
+  Tensor dst = Tensor::zeros({5, 4, 6}, DType::f16, gpu);
+  dst.copy_(x.permute({2, 0, 1}));  // host f32 strided -> device f16
+  EXPECT_TRUE(test::bitwise_equal(x.permute({2, 0, 1}).contiguous().to(DType::f16), dst, "copy_ across devices"));
+  Tensor acc = Tensor::full({7}, 1, DType::f32, gpu);
+  acc.add_(Tensor::full({7}, 2, DType::f16, gpu), 0.5);
+  EXPECT_EQ(acc.to(Device::cpu()).to_vector<float>(), std::vector<float>(7, 2.f));
+}
+
+TEST(TensorGpu, PhiloxInitBitIdenticalToCpu) {
+  CNN_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  const uint64_t seed = 0x1234abcd5678ull, offset = (uint64_t(1) << 33) + 7;  // offset past 2^32: high counter word
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    Tensor c = Tensor::empty({1000, 37}, t), g = Tensor::empty({1000, 37}, t, gpu);
+    c.uniform_(seed, offset, -0.5, 2.0);
+    g.uniform_(seed, offset, -0.5, 2.0);
+    EXPECT_TRUE(test::bitwise_equal(c, g, std::string("uniform ") + dtype_name(t)));
+    c.normal_(seed, offset, 0.1, 0.02);
+    g.normal_(seed, offset, 0.1, 0.02);
+    EXPECT_TRUE(test::bitwise_equal(c, g, std::string("normal ") + dtype_name(t)));
+    c.trunc_normal_(seed, offset, 0.0, 1.0, -0.5, 0.5);
+    g.trunc_normal_(seed, offset, 0.0, 1.0, -0.5, 0.5);
+    EXPECT_TRUE(test::bitwise_equal(c, g, std::string("trunc_normal ") + dtype_name(t)));
+  }
+}
+
+TEST(TensorGpu, ZeroSizedTensors) {
+  CNN_REQUIRE_GPU();
+  Tensor z = Tensor::zeros({0, 3}, DType::f32, Device::cuda(0));
+  EXPECT_EQ(z.to(Device::cpu()).numel(), 0);
+  EXPECT_EQ(z.to(DType::f16).numel(), 0);
+}
+
+}  // namespace
+}  // namespace cnn
