@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "apps/dwconv-bench/sampled_check.h"
 #include "core/cuda_check.h"
@@ -21,31 +22,38 @@ bool wants(const BenchOptions& opts, DwconvOp op) {
 // X-sized plus one Y-sized tensor (the filter is negligible).
 size_t op_bytes(const dwconv::DwconvParams& p) { return size_t(p.x_elems() + p.y_elems()) * sizeof(float); }
 
+// The callbacks hold pointers to the tensors and a copy of the params, so they depend on nothing else.
 RunFn flash_run(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
                 cudaStream_t stream) {
+  const MapTensors* mt = &m;
+  const FilterTensors* ft = &f;
   switch (op) {
     case DwconvOp::forward:
-      return
-          [&, stream](int i) { dwconv::dwconv_forward_cuda(m.x->slice(i), f.w.f32(), nullptr, m.y.f32(), p, stream); };
+      return [p, mt, ft, stream](int i) {
+        dwconv::dwconv_forward_cuda(mt->x->slice(i), ft->w.f32(), nullptr, mt->y.f32(), p, stream);
+      };
     case DwconvOp::backward_data:
-      return
-          [&, stream](int i) { dwconv::dwconv_backward_data_cuda(m.dy->slice(i), f.w.f32(), m.dx.f32(), p, stream); };
+      return [p, mt, ft, stream](int i) {
+        dwconv::dwconv_backward_data_cuda(mt->dy->slice(i), ft->w.f32(), mt->dx.f32(), p, stream);
+      };
     case DwconvOp::backward_filter:
-      return [&, stream](int i) {
-        dwconv::dwconv_backward_filter_cuda(m.x->slice(i), m.dy->slice(i), f.dw.f32(), p, stream);
+      return [p, mt, ft, stream](int i) {
+        dwconv::dwconv_backward_filter_cuda(mt->x->slice(i), mt->dy->slice(i), ft->dw.f32(), p, stream);
       };
   }
   throw Error("dwconv-bench: unknown op");
 }
 
 OperandsFn cudnn_operands(DwconvOp op, const MapTensors& m, const FilterTensors& f) {
+  const MapTensors* mt = &m;
+  const FilterTensors* ft = &f;
   switch (op) {
     case DwconvOp::forward:
-      return [&](int i) { return CudnnOperands{m.x->slice(i), f.w_cudnn.f32(), m.y.f32()}; };
+      return [mt, ft](int i) { return CudnnOperands{mt->x->slice(i), ft->w_cudnn.f32(), mt->y.f32()}; };
     case DwconvOp::backward_data:
-      return [&](int i) { return CudnnOperands{m.dy->slice(i), f.w_cudnn.f32(), m.dx.f32()}; };
+      return [mt, ft](int i) { return CudnnOperands{mt->dy->slice(i), ft->w_cudnn.f32(), mt->dx.f32()}; };
     case DwconvOp::backward_filter:
-      return [&](int i) { return CudnnOperands{m.x->slice(i), m.dy->slice(i), f.dw.f32()}; };
+      return [mt, ft](int i) { return CudnnOperands{mt->x->slice(i), mt->dy->slice(i), ft->dw.f32()}; };
   }
   throw Error("dwconv-bench: unknown op");
 }
@@ -148,9 +156,11 @@ void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, Fi
   const CopyPoint& cp = ctx.roofline.copy(bytes);
   row.copy_gbps = cp.gbps;
   row.frac_copy = row.gbps / cp.gbps;
-  std::cout << std::fixed << std::setprecision(3) << "  flash " << row.ms << " ms, " << row.tflops << " TFLOP/s, "
-            << row.gbps << " GB/s (" << row.path << "); sgemm m=" << g.m << " " << g.tflops << " TFLOP/s; copy "
-            << cp.gbps << " GB/s" << std::defaultfloat << '\n';
+  std::ostringstream line;  // local stream: the fixed format must not leak into std::cout
+  line << std::fixed << std::setprecision(3) << "  flash " << row.ms << " ms, " << row.tflops << " TFLOP/s, "
+       << row.gbps << " GB/s (" << row.path << "); sgemm m=" << g.m << " " << g.tflops << " TFLOP/s; copy " << cp.gbps
+       << " GB/s\n";
+  std::cout << line.str();
 
   if (ctx.opts.check) {
     run(0);  // rotation 0 is the copy whose host values the reference reads

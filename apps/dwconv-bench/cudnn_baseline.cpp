@@ -222,6 +222,8 @@ CudnnResult bench_cudnn(const CudnnDepthwise& conv, DwconvOp op, const OperandsF
     if (status == CUDNN_STATUS_SUCCESS && result.found && probe_ms > kPruneFactor * result.best.median_ms)
       probe_ms = time_once(probe, 1, stream);
     if (status != CUDNN_STATUS_SUCCESS) {
+      // A refused call can leave a non-sticky launch error behind; clear it so the next launch check is not blamed.
+      (void)cudaGetLastError();
       result.skipped.push_back(str_cat(a.name, " (run: ", cudnnGetErrorString(status), ")"));
       continue;
     }

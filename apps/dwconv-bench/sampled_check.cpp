@@ -84,6 +84,7 @@ CheckResult check_forward(const std::vector<float>& x, const std::vector<float>&
   const int oh = p.oh(), ow = p.ow();
   const std::vector<Index4> at = sample_positions(p.n, oh, ow, p.c, std::max(p.fh, p.fw) / 2 + 1, kDenseSamples, seed);
   std::vector<double> ref(at.size()), got(at.size());
+#pragma omp parallel for schedule(static)
   for (size_t s = 0; s < at.size(); ++s) {
     const auto [n, r, q, c] = at[s];
     double acc = 0;
@@ -112,6 +113,7 @@ CheckResult check_backward_data(const std::vector<float>& dy, const std::vector<
   const std::vector<Index4> at =
       sample_positions(p.n, p.ih, p.iw, p.c, std::max(p.fh, p.fw) / 2 + 1, kDenseSamples, seed);
   std::vector<double> ref(at.size()), got(at.size());
+#pragma omp parallel for schedule(static)
   for (size_t s = 0; s < at.size(); ++s) {
     const auto [n, r, q, c] = at[s];
     double acc = 0;
