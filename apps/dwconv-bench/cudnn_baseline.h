@@ -1,0 +1,89 @@
+// cuDNN baseline: the depthwise convolution through cuDNN's legacy API (group count = C, NHWC tensors and filter,
+// cross-correlation, FP32 data and compute, CUDNN_FMA_MATH so no TF32), every algorithm cuDNN has for the op timed
+// with the benchmark protocol, the fastest reported. cuDNN's filter layout is (C, FH, FW): see to_cudnn_filter.
+#pragma once
+
+#include <cudnn.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/dwconv-bench/timing.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+
+namespace cnn::bench {
+
+class CudnnHandle {
+ public:
+  explicit CudnnHandle(cudaStream_t stream);
+  ~CudnnHandle();
+  CudnnHandle(const CudnnHandle&) = delete;
+  CudnnHandle& operator=(const CudnnHandle&) = delete;
+  cudnnHandle_t get() const { return handle_; }
+
+ private:
+  cudnnHandle_t handle_ = nullptr;
+};
+
+// Device pointers of one cuDNN call. fwd: a = x, b = w, out = y; bdc: a = dy, b = w, out = dx;
+// bfc: a = x, b = dy, out = dw. Filters (w, dw) are in cuDNN's (C, FH, FW) layout.
+struct CudnnOperands {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;
+};
+using OperandsFn = std::function<CudnnOperands(int run_index)>;
+
+struct CudnnAlgo {
+  int id = 0;
+  std::string name;
+  size_t workspace = 0;
+  std::string skip_reason;  // empty: usable
+};
+
+struct CudnnResult {
+  bool found = false;  // false when every algorithm was skipped
+  int best_id = -1;
+  std::string best_name;
+  size_t best_workspace = 0;
+  Timing best;
+  std::vector<std::string> timed;    // "NAME 1.234ms" for every timed algorithm
+  std::vector<std::string> skipped;  // "NAME (reason)"
+};
+
+class CudnnDepthwise {
+ public:
+  CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvParams& p);
+  ~CudnnDepthwise();
+  CudnnDepthwise(const CudnnDepthwise&) = delete;
+  CudnnDepthwise& operator=(const CudnnDepthwise&) = delete;
+
+  // Every algorithm of `op`, in cuDNN's heuristic order first, then the rest of the enum; each with its workspace
+  // size or the reason it cannot run (query failed, or it needs more than `workspace_cap` bytes).
+  std::vector<CudnnAlgo> algorithms(dwconv::DwconvOp op, size_t workspace_cap) const;
+
+  // One call with beta = 0 (output overwritten); returns cuDNN's status instead of throwing.
+  cudnnStatus_t run(dwconv::DwconvOp op, int algo, const CudnnOperands& o, void* workspace,
+                    size_t workspace_bytes) const;
+
+ private:
+  struct Descriptors;
+  cudnnHandle_t handle_;
+  std::unique_ptr<Descriptors> desc_;
+};
+
+const char* cudnn_algo_name(dwconv::DwconvOp op, int algo);
+
+// Times every usable algorithm (pruning those whose probe run is far slower than the best so far) and returns the
+// fastest. `warmup`/`reps` follow the benchmark protocol.
+CudnnResult bench_cudnn(const CudnnDepthwise& conv, dwconv::DwconvOp op, const OperandsFn& operands, int warmup,
+                        int reps, cudaStream_t stream);
+
+// Reorders a filter from the project's (FH, FW, C) layout to cuDNN's NHWC-filter layout (C, FH, FW, 1).
+std::vector<float> to_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p);
+// Inverse for dW results: (C, FH, FW) -> (FH, FW, C).
+std::vector<float> from_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p);
+
+}  // namespace cnn::bench

@@ -1,0 +1,45 @@
+// Results of a sweep: one Row per (op, map, filter); the end-of-run table, the per-op summary lines (geometric mean
+// and minimum speedup over cuDNN, points slower than cuDNN) and the CSV, written atomically (temp file + rename).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace cnn::bench {
+
+struct Row {
+  std::string op;   // fwd, bdc, bfc
+  std::string map;  // NxHxWxC
+  int filter = 0;
+  std::string error;  // non-empty: this point failed (message), numbers below are not valid
+  double ms = 0;
+  double tflops = 0;
+  double gbps = 0;  // op bytes / time
+  std::string path;
+  // cuDNN; has_cudnn false with --no-cudnn or when no algorithm could run
+  bool has_cudnn = false;
+  double cudnn_ms = 0;
+  std::string cudnn_algo;
+  double speedup = 0;  // cudnn_ms / ms
+  // ceilings
+  int sgemm_m = 0;
+  double sgemm_tflops = 0;
+  double frac_sgemm = 0;
+  double copy_gbps = 0;
+  double frac_copy = 0;
+  // accuracy; has_check false with --no-check
+  bool has_check = false;
+  double max_rel_err = 0;
+  bool has_cudnn_check = false;
+  double cudnn_max_rel_err = 0;
+  int reps = 0;
+};
+
+void print_table(std::ostream& os, const std::vector<Row>& rows);
+// One "summary <op>: ..." line per op present in `rows`.
+void print_summary(std::ostream& os, const std::vector<Row>& rows);
+// Writes path.tmp, then renames it over `path`.
+void write_csv(const std::string& path, const std::vector<Row>& rows);
+
+}  // namespace cnn::bench
