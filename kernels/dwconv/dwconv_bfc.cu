@@ -1,0 +1,342 @@
+// FP32 depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X windows * dY.
+// Plans (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches
+// the tiled kernel (dwconv_bfc_tile.cuh) or the generic one (dwconv_bfc_generic.cu). Oracle:
+// dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
+#include "kernels/dwconv/dwconv_bfc_generic.cuh"
+#include "kernels/dwconv/dwconv_bfc_tile.cuh"
+#include "kernels/dwconv/dwconv_cuda.h"
+
+namespace cnn::dwconv {
+
+namespace {
+
+using bfc::TileArgs;
+using TileKernel = void (*)(TileArgs);
+
+constexpr double kReuseTarget = 32.0;  // FMAs per staged float that keep L2 -> SMEM traffic well below L2 bandwidth
+constexpr int kWarpTarget = 12;        // resident warps per SM beyond which more occupancy is not scored
+constexpr int kMaxSegs = 64;           // most dY column segments the planner considers
+
+// The "static switch": every kBfcTiles entry instantiates bfc_tile_kernel<r, tm>; pick one at run time.
+template <size_t... I>
+TileKernel tile_kernel_impl(BfcTile t, std::index_sequence<I...>) {
+  TileKernel k = nullptr;
+  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = &bfc::bfc_tile_kernel<kBfcTiles[I].r, kBfcTiles[I].tm>)
+                                                      : k),
+   ...);
+  return k;
+}
+TileKernel tile_kernel(BfcTile t) {
+  TileKernel k = tile_kernel_impl(t, std::make_index_sequence<std::size(kBfcTiles)>{});
+  CNN_CHECK(k != nullptr, "dwconv_backward_filter_cuda: no kernel for tile ", t.r, "x", t.tm);
+  return k;
+}
+
+struct DeviceInfo {
+  int device = 0, sms = 1, max_smem = 48 * 1024;
+};
+
+DeviceInfo device_info() {
+  DeviceInfo d;
+  CNN_CUDA_CHECK(cudaGetDevice(&d.device));
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, d.device));
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, d.device));
+  return d;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Launch shape of the tiled kernel for one stride phase.
+struct PhasePlan {
+  int pa = 0, pb = 0, sfh = 0, sfw = 0;
+  BfcTile tile;
+  int rg = 1, ct = 1, ws = 1, bsub = 1, bow = 1, xc = 1;
+  int n_rtiles = 1, n_ctiles = 1, n_cslices = 1, n_segs = 1;
+  int smem = 0, blocks_per_sm = 0;
+  int64_t z = 1;
+  int64_t blocks_per_chunk() const { return int64_t(n_rtiles) * n_ctiles * n_cslices * n_segs; }
+};
+
+struct BfcPlan {
+  bool generic = false;
+  int generic_z = 1;
+  std::vector<PhasePlan> phases;  // tiled path: one per (pa, pb) with a non-empty sub-filter
+};
+
+// Picks the row groups per block (rg), warps along dY columns (ws) and the segment width (bow) with the best
+// score = occupancy x L2 reuse x prologue overhead x busy row-group fraction; ties keep the earlier (fewer
+// segments, fewer warps) candidate.
+void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel kernel) {
+  const BfcTile t = pp.tile;
+  const int nrg = int(ceil_div(pp.sfh, t.r)), bj = pp.ct * t.tm;
+  std::map<std::pair<int, int>, int> occupancy;  // (threads, smem) -> resident blocks per SM
+  const auto blocks_per_sm = [&](int threads, int smem) {
+    auto it = occupancy.find({threads, smem});
+    if (it != occupancy.end()) return it->second;
+    int blocks = 0;
+    CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+    return occupancy[{threads, smem}] = blocks;
+  };
+  double best = -1;
+  for (int n_rtiles = int(ceil_div(nrg, bfc::kMaxWarps / pp.ct)); n_rtiles <= nrg; ++n_rtiles) {
+    const int rg = int(ceil_div(nrg, n_rtiles));
+    if (int(ceil_div(nrg, rg)) != n_rtiles) continue;  // same rg as a smaller tile count
+    const int base = rg * pp.ct, bi = rg * t.r;
+    const double busy = double(nrg) / double(n_rtiles * rg);
+    for (int ws = 1; base * ws <= bfc::kMaxWarps; ws *= 2) {
+      for (int nseg = 1; nseg <= std::min(ow, kMaxSegs); ++nseg) {
+        const int bsub = int(ceil_div(ceil_div(ow, nseg), ws)), bow = bsub * ws;
+        const int xc = bow + bj - 1, smem = bfc::tile_smem_bytes(bi, xc, bow);
+        if (smem > dev.max_smem) continue;
+        const int blocks = blocks_per_sm(base * ws * bfc::kLanes, smem);
+        if (blocks == 0) continue;
+        const double occ = std::min(blocks * base * ws, kWarpTarget) / double(kWarpTarget);
+        const double reuse = double(bi) * bj * bow / double(xc + bow);
+        // Per dY row each warp preloads r*(tm-1) X values before bsub steps of r*tm FFMA + r+1 LDS.
+        const double prologue = 1.0 / (1.0 + double(t.r) * (t.tm - 1) / (double(bsub) * (t.r * t.tm + t.r + 1)));
+        const double score = occ * std::min(1.0, reuse / kReuseTarget) * prologue * busy;
+        if (score > best * (1 + 1e-9)) {
+          best = score;
+          pp.rg = rg;
+          pp.n_rtiles = n_rtiles;
+          pp.ws = ws;
+          pp.bsub = bsub;
+          pp.bow = bow;
+          pp.xc = xc;
+          pp.n_segs = int(ceil_div(ow, bow));
+          pp.smem = smem;
+          pp.blocks_per_sm = blocks;
+        }
+      }
+    }
+  }
+  CNN_CHECK(best >= 0, "dwconv_backward_filter_cuda: no block shape fits in ", dev.max_smem,
+            " bytes of shared memory for tile ", t.r, "x", t.tm, " (filter ", pp.sfh, "x", pp.sfw, ")");
+}
+
+PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev) {
+  PhasePlan pp;
+  pp.pa = pa;
+  pp.pb = pb;
+  pp.sfh = int(ceil_div(p.fh - pa, p.stride_h));
+  pp.sfw = int(ceil_div(p.fw - pb, p.stride_w));
+  pp.tile = force.tile_r > 0 ? BfcTile{force.tile_r, force.tile_tm} : bfc_choose_tile(pp.sfh, pp.sfw);
+  const int nct = int(ceil_div(pp.sfw, pp.tile.tm));
+  pp.ct = bfc_group_size(nct, bfc::kMaxWarps);
+  pp.n_ctiles = int(ceil_div(nct, pp.ct));
+  pp.n_cslices = int(ceil_div(p.c, bfc::kLanes));
+  const TileKernel kernel = tile_kernel(pp.tile);
+  CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.max_smem));
+  choose_block_shape(pp, p.ow(), dev, kernel);
+  const int64_t rows = int64_t(p.n) * p.oh();
+  const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / pp.blocks_per_chunk()));
+  if (force.z > 0) {
+    pp.z = std::min<int64_t>(force.z, z_cap);
+  } else {
+    const int64_t slots = int64_t(dev.sms) * pp.blocks_per_sm;
+    pp.z = bfc_choose_z(pp.blocks_per_chunk(), slots, rows, 2 * int64_t(pp.rg) * pp.tile.r, z_cap);
+  }
+  return pp;
+}
+
+BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev) {
+  BfcPlan plan;
+  if (force.generic) {
+    plan.generic = true;
+    const int64_t positions = int64_t(p.n) * p.oh() * p.ow();
+    const int64_t blocks_per_chunk = int64_t(p.fh) * p.fw * ceil_div(p.c, bfc::kLanes);
+    const int64_t slots = int64_t(dev.sms) * std::max(1, bfc_generic_blocks_per_sm());
+    const int64_t z_max = std::max<int64_t>(1, std::min<int64_t>(65535, positions / 64));
+    plan.generic_z = int(force.z > 0 ? std::min<int64_t>(force.z, std::min<int64_t>(65535, positions))
+                                     : std::clamp<int64_t>(ceil_div(2 * slots, blocks_per_chunk), 1, z_max));
+    return plan;
+  }
+  for (int pa = 0; pa < std::min(p.stride_h, p.fh); ++pa)
+    for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev));
+  return plan;
+}
+
+TileArgs tile_args(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec) {
+  TileArgs a{};
+  a.x = x;
+  a.dy = dy;
+  a.dw = dw;
+  a.ih = p.ih;
+  a.iw = p.iw;
+  a.c = p.c;
+  a.oh = p.oh();
+  a.ow = p.ow();
+  a.fw = p.fw;
+  a.sh = p.stride_h;
+  a.sw = p.stride_w;
+  a.pt = p.pad_top;
+  a.pl = p.pad_left;
+  a.pa = pp.pa;
+  a.pb = pp.pb;
+  a.sfh = pp.sfh;
+  a.sfw = pp.sfw;
+  a.rg = pp.rg;
+  a.ct = pp.ct;
+  a.ws = pp.ws;
+  a.bsub = pp.bsub;
+  a.bow = pp.bow;
+  a.xc = pp.xc;
+  a.n_rtiles = pp.n_rtiles;
+  a.n_ctiles = pp.n_ctiles;
+  a.n_cslices = pp.n_cslices;
+  a.n_segs = pp.n_segs;
+  a.rows = p.n * p.oh();
+  a.z = int(pp.z);
+  a.vec = vec ? 1 : 0;
+  return a;
+}
+
+void launch_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                  cudaStream_t stream) {
+  const TileArgs a = tile_args(x, dy, dw, p, pp, vec);
+  const int threads = pp.rg * pp.ct * pp.ws * bfc::kLanes;
+  const int64_t blocks = pp.blocks_per_chunk() * pp.z;
+  tile_kernel(pp.tile)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
+  CNN_CHECK_LAUNCH("bfc_tile_kernel");
+}
+
+// Optional one-time measurement (CNN_DWCONV_BFC_TUNE=1): times candidate Z per phase on the caller's data and
+// keeps the fastest. Synchronizes the host; never on by default.
+bool tuning_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNN_DWCONV_BFC_TUNE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+float time_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                 cudaStream_t stream) {
+  cudaEvent_t start, stop;
+  CNN_CUDA_CHECK(cudaEventCreate(&start));
+  CNN_CUDA_CHECK(cudaEventCreate(&stop));
+  launch_phase(x, dy, dw, p, pp, vec, stream);  // warm-up
+  CNN_CUDA_CHECK(cudaEventRecord(start, stream));
+  launch_phase(x, dy, dw, p, pp, vec, stream);
+  CNN_CUDA_CHECK(cudaEventRecord(stop, stream));
+  CNN_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CNN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CNN_CUDA_CHECK(cudaEventDestroy(start));
+  CNN_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms;
+}
+
+void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const DwconvParams& p, bool vec,
+               const DeviceInfo& dev, cudaStream_t stream) {
+  const int64_t rows = int64_t(p.n) * p.oh();
+  for (PhasePlan& pp : plan.phases) {
+    const int64_t slots = int64_t(dev.sms) * pp.blocks_per_sm, per = pp.blocks_per_chunk();
+    const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / per));
+    std::vector<int64_t> cands{pp.z, std::max<int64_t>(1, pp.z / 2), pp.z * 2};
+    for (int64_t waves = 1; waves <= 8; ++waves) cands.push_back(std::max<int64_t>(1, waves * slots / per));
+    PhasePlan best = pp;
+    float best_ms = -1;
+    for (int64_t z : cands) {
+      PhasePlan c = pp;
+      c.z = std::min(z, z_cap);
+      const float ms = time_phase(x, dy, dw, p, c, vec, stream);
+      if (best_ms < 0 || ms < best_ms) {
+        best_ms = ms;
+        best = c;
+      }
+    }
+    pp = best;
+  }
+}
+
+using PlanKey = std::array<int, 18>;
+
+// Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
+// on is returned but not cached, so the first real run still gets measured.
+BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy, float* dw,
+                    bool vec, cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::map<PlanKey, BfcPlan> cache;
+  const DeviceInfo dev = device_info();
+  const PlanKey key{dev.device,   p.n,          p.ih,       p.iw,        p.c,           p.fh,
+                    p.fw,         p.stride_h,   p.stride_w, p.pad_top,   p.pad_bottom,  p.pad_left,
+                    p.pad_right,  force.tile_r, force.tile_tm, force.z,  int(force.generic), vec ? 1 : 0};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  BfcPlan plan = make_plan(p, force, dev);
+  const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
+  if (tune && x == nullptr) return plan;
+  if (tune) tune_plan(plan, x, dy, dw, p, vec, dev, stream);
+  return cache.emplace(key, std::move(plan)).first->second;
+}
+
+void check_inputs(const float* x, const float* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
+  p.validate("dwconv_backward_filter_cuda");
+  CNN_CHECK(x != nullptr && dy != nullptr && dw != nullptr,
+            "dwconv_backward_filter_cuda: expected non-null x, dy, dw, got x=", x, " dy=", dy, " dw=", dw);
+  CNN_CHECK((force.tile_r == 0 && force.tile_tm == 0) || bfc_is_tile(force.tile_r, force.tile_tm),
+            "dwconv_backward_filter_cuda: forced tile ", force.tile_r, "x", force.tile_tm,
+            " is not one of the instantiated tiles (kBfcTiles)");
+  CNN_CHECK(force.z >= 0, "dwconv_backward_filter_cuda: expected forced Z >= 0, got ", force.z);
+}
+
+bool vec_ok(const float* x, const float* dy, int c) {
+  return c % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+}
+
+std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec) {
+  if (plan.generic) return str_cat("bfc generic Z=", plan.generic_z);
+  const PhasePlan& pp = plan.phases.front();
+  std::string s = str_cat("bfc tile R=", pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
+                          " bow=", pp.bow, " segs=", pp.n_segs, " Z=", pp.z, vec ? " vec" : " scalar");
+  if (plan.phases.size() > 1) s += str_cat(" phases=", p.stride_h, "x", p.stride_w);
+  return s;
+}
+
+void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, const BfcForce& force,
+             cudaStream_t stream) {
+  check_inputs(x, dy, dw, p, force);
+  const bool vec = vec_ok(x, dy, p.c);
+  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, stream);
+  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
+  if (plan.generic) {
+    launch_bfc_generic(x, dy, dw, p, plan.generic_z, stream);
+    return;
+  }
+  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, stream);
+}
+
+}  // namespace
+
+void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
+                                 cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, BfcForce{}, stream);
+}
+
+void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
+                                        const BfcForce& force, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, force, stream);
+}
+
+std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
+  p.validate("bfc_path_name");
+  const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
+  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, nullptr), p, vec);
+}
+
+std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, BfcForce{}); }
+
+}  // namespace cnn::dwconv

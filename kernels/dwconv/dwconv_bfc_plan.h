@@ -1,0 +1,50 @@
+// Tiling and accumulation-split decisions of the FP32 CUDA backward-filter (BFC) kernels: pure host functions,
+// unit-tested on the CPU. The kernels are in dwconv_bfc.cu; the reasoning behind every rule is in docs/dwconv-bfc.md.
+#pragma once
+
+#include <cstdint>
+
+namespace cnn::dwconv {
+
+// Register tile of one thread: r consecutive filter rows x tm consecutive filter columns of one channel.
+struct BfcTile {
+  int r = 1;
+  int tm = 1;
+};
+
+// Every tile the CUDA kernel is instantiated for (dwconv_bfc.cu builds one kernel per entry). r * tm <= 64 keeps
+// accumulators + sliding window <= 128 registers.
+inline constexpr BfcTile kBfcTiles[] = {
+    {1, 1},  {1, 2},  {1, 3},  {1, 4},  {1, 5},  {1, 6},  {1, 7},  {1, 8}, {1, 9}, {1, 11}, {1, 13},
+    {1, 16}, {1, 17}, {1, 31}, {2, 8},  {2, 9},  {2, 11}, {2, 13}, {2, 16}, {3, 3}, {3, 5},  {3, 7},
+    {3, 9},  {3, 11}, {3, 13}, {3, 17}, {4, 4},  {4, 8},  {4, 13}, {5, 5},  {7, 7}};
+
+// Test / benchmark overrides of the dispatcher's choices; zero fields mean "let the planner decide".
+struct BfcForce {
+  int tile_r = 0, tile_tm = 0;  // force this register tile (must be listed in kBfcTiles)
+  int z = 0;                    // force this many accumulation chunks per stride phase (clamped to N*OH)
+  bool generic = false;         // force the simple per-(tap, channel) reduction kernel
+};
+
+bool bfc_is_tile(int r, int tm);
+
+// Estimated SM issue/shared-memory cycles per (output position, channel) of a stride-1 (sub-)filter fh x fw when
+// every thread holds tile t: tiles needed x max(FFMA+LDS issue over 4 schedulers, LDS wavefronts).
+double bfc_tile_cost(BfcTile t, int fh, int fw);
+
+// Cheapest tile of kBfcTiles for an fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
+BfcTile bfc_choose_tile(int fh, int fw);
+
+// Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.
+int bfc_group_size(int n_units, int max_group);
+
+// Fraction of the machine busy over the whole launch when `blocks_per_chunk` blocks work on each of z chunks of
+// `rows` dY rows and `slots` blocks fit on the device at once: wave quantization x chunk-length balance.
+double bfc_z_efficiency(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t z);
+
+// Accumulation chunks per sub-BFC: the smallest z in [1, z_max] within 3% of the best bfc_z_efficiency, where
+// z_max = min(z_cap, rows / min_rows_per_chunk) (at least 1).
+int64_t bfc_choose_z(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t min_rows_per_chunk,
+                     int64_t z_cap);
+
+}  // namespace cnn::dwconv

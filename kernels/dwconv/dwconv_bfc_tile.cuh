@@ -1,0 +1,218 @@
+// Internal: the tiled FP32 backward-filter kernel of Flash-DWC, NHWC, stride-1 (sub-)problems.
+// Block = 32 channels (one per lane) x warps over (row groups, column tiles, dY column splits); X rows (a ring) and
+// one dY row segment are staged in SMEM by cp.async; each thread holds an r x tm tile of dW in registers and slides
+// a tm-wide X window along the dY row. Stride s runs as s*s phase sub-problems (see docs/dwconv-bfc.md).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/cp_async.cuh"
+
+namespace cnn::dwconv::bfc {
+
+constexpr int kLanes = 32;    // channels per block; one (row, column) entry of SMEM is 128 bytes
+constexpr int kMaxWarps = 8;  // warps per block (rg * ct * ws)
+constexpr int kMaxThreads = kLanes * kMaxWarps;
+
+// Everything a launch needs; "sub" quantities are those of one stride phase (pa, pb): the phase sees the
+// sub-image Xp[r][q] = X[sh*r + pa - pt][sw*q + pb - pl] and sub-filter dW[pa + sh*i'][pb + sw*j'].
+struct TileArgs {
+  const float* x;   // (N, IH, IW, C)
+  const float* dy;  // (N, OH, OW, C)
+  float* dw;        // (FH, FW, C), zeroed; receives atomic adds
+  int ih, iw, c, oh, ow, fw;
+  int sh, sw, pt, pl;
+  int pa, pb;    // phase
+  int sfh, sfw;  // sub-filter extents of the phase
+  int rg, ct, ws;  // warps per block along row groups, column tiles, dY column splits
+  int bsub, bow;   // dY columns per warp; per block segment (= ws * bsub)
+  int xc;          // SMEM X row width: bow + ct*tm - 1 columns
+  int n_rtiles, n_ctiles, n_cslices, n_segs;  // block decomposition of one chunk
+  int rows;  // N*OH dY rows, split into z chunks
+  int z;
+  int vec;  // 1: 16-byte cp.async (C % 4 == 0, 16-byte aligned x and dy); 0: 4-byte copies
+};
+
+// Bytes of dynamic shared memory for a block with `bi` filter rows (rg * r) and the args' widths.
+inline int tile_smem_bytes(int bi, int xc, int bow) { return ((bi + 1) * xc + 2 * bow) * kLanes * 4; }
+
+// 4-byte cp.async (C % 4 != 0 or unaligned tensors; kernels/common/cp_async.cuh has only 16-byte copies). A false
+// predicate zero-fills the destination.
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 4 : 0));
+}
+
+// Stages sub-image row r_sub of image n, sub-columns q0 .. q0+xc-1, channels c0 .. c0+31 into dst[xc][32]
+// (zeros outside X and beyond C).
+__device__ __forceinline__ void stage_x_row(const TileArgs& a, float* dst, int n, int r_sub, int c0, int q0) {
+  const int ih = a.sh * r_sub + a.pa - a.pt;
+  const bool row_ok = ih >= 0 && ih < a.ih;
+  const float* row = a.x + (n * a.ih + (row_ok ? ih : 0)) * a.iw * a.c;
+  if (a.vec) {
+    for (int job = threadIdx.x; job < a.xc * 8; job += blockDim.x) {
+      const int k = job >> 3, c = c0 + (job & 7) * 4;
+      const int iw = a.sw * (q0 + k) + a.pb - a.pl;
+      const bool ok = row_ok && iw >= 0 && iw < a.iw && c < a.c;
+      cuda::cp_async_cg16(dst + k * kLanes + (job & 7) * 4, ok ? row + iw * a.c + c : a.x, ok);
+    }
+  } else {
+    for (int job = threadIdx.x; job < a.xc * kLanes; job += blockDim.x) {
+      const int k = job >> 5, c = c0 + (job & 31);
+      const int iw = a.sw * (q0 + k) + a.pb - a.pl;
+      const bool ok = row_ok && iw >= 0 && iw < a.iw && c < a.c;
+      cp_async4(dst + job, ok ? row + iw * a.c + c : a.x, ok);
+    }
+  }
+}
+
+// Stages dY row g (= n*OH + oh), columns u0 .. u0+bow-1, channels c0 .. c0+31 into dst[bow][32].
+__device__ __forceinline__ void stage_dy_row(const TileArgs& a, float* dst, int g, int c0, int u0) {
+  const float* row = a.dy + g * a.ow * a.c;
+  if (a.vec) {
+    for (int job = threadIdx.x; job < a.bow * 8; job += blockDim.x) {
+      const int k = job >> 3, c = c0 + (job & 7) * 4, u = u0 + k;
+      const bool ok = u < a.ow && c < a.c;
+      cuda::cp_async_cg16(dst + k * kLanes + (job & 7) * 4, ok ? row + u * a.c + c : a.dy, ok);
+    }
+  } else {
+    for (int job = threadIdx.x; job < a.bow * kLanes; job += blockDim.x) {
+      const int k = job >> 5, c = c0 + (job & 31), u = u0 + k;
+      const bool ok = u < a.ow && c < a.c;
+      cp_async4(dst + job, ok ? row + u * a.c + c : a.dy, ok);
+    }
+  }
+}
+
+// One dY position v of the sliding window: X offset v+tm-1 enters ring slot (s+tm-1)%tm (s = v % tm, a constant
+// after unrolling), then acc[r][t] += X[v+t] * dY[v] for the tile's r rows and tm columns.
+template <int R, int TM>
+__device__ __forceinline__ void slide_step(float (&acc)[R][TM], float (&win)[R][TM], const float* const (&xr)[R],
+                                           const float* dyr, int v, int s) {
+  const float d = dyr[v * kLanes];
+#pragma unroll
+  for (int r = 0; r < R; ++r) win[r][(s + TM - 1) % TM] = xr[r][(v + TM - 1) * kLanes];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TM; ++t) acc[r][t] = fmaf(win[r][(s + t) % TM], d, acc[r][t]);
+}
+
+// acc[r][t] += sum_{v < nsteps} xr[r][(v+t)*32] * dyr[v*32]: the tile's share of one dY row.
+template <int R, int TM>
+__device__ __forceinline__ void accumulate_row(float (&acc)[R][TM], const float* const (&xr)[R], const float* dyr,
+                                               int nsteps) {
+  float win[R][TM];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t + 1 < TM; ++t) win[r][t] = xr[r][t * kLanes];
+  int v = 0;
+  for (; v + TM <= nsteps; v += TM) {
+#pragma unroll
+    for (int s = 0; s < TM; ++s) slide_step<R, TM>(acc, win, xr, dyr, v + s, s);
+  }
+#pragma unroll
+  for (int s = 0; s < TM; ++s)
+    if (v + s < nsteps) slide_step<R, TM>(acc, win, xr, dyr, v + s, s);
+}
+
+// Stages every X row the block needs for dY row g plus the dY row itself (chunk start, new image).
+__device__ __forceinline__ void stage_full(const TileArgs& a, float* xs, float* dys, int g, int bi, int i0, int c0,
+                                           int u0, int q0) {
+  const int n = g / a.oh, oh = g - n * a.oh;
+  for (int k = 0; k < bi; ++k) {
+    const int r_sub = oh + i0 + k;
+    stage_x_row(a, xs + (r_sub % (bi + 1)) * a.xc * kLanes, n, r_sub, c0, q0);
+  }
+  stage_dy_row(a, dys + (g & 1) * a.bow * kLanes, g, c0, u0);
+}
+
+// Stages what dY row g needs beyond row g-1 of the same image: its last X row and the dY row.
+__device__ __forceinline__ void stage_next(const TileArgs& a, float* xs, float* dys, int g, int bi, int i0, int c0,
+                                           int u0, int q0) {
+  const int n = g / a.oh, oh = g - n * a.oh;
+  const int r_sub = oh + i0 + bi - 1;
+  stage_x_row(a, xs + (r_sub % (bi + 1)) * a.xc * kLanes, n, r_sub, c0, q0);
+  stage_dy_row(a, dys + (g & 1) * a.bow * kLanes, g, c0, u0);
+}
+
+template <int R, int TM>
+__global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a) {
+  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for cp.async
+  float* const xs = reinterpret_cast<float*>(smem4);  // ring of bi+1 X rows, [bi+1][xc][32]
+  const int bi = a.rg * R, bj = a.ct * TM, nslot = bi + 1;
+  float* const dys = xs + nslot * a.xc * kLanes;  // double-buffered dY row, [2][bow][32]
+
+  // blockIdx.x: filter tile fastest, so blocks sharing X/dY rows (same chunk, segment, slice) run together in L2.
+  int bid = blockIdx.x;
+  const int ftile = bid % (a.n_rtiles * a.n_ctiles);
+  bid /= a.n_rtiles * a.n_ctiles;
+  const int cslice = bid % a.n_cslices;
+  bid /= a.n_cslices;
+  const int seg = bid % a.n_segs, chunk = bid / a.n_segs;
+  const int i0 = (ftile / a.n_ctiles) * bi, j0 = (ftile % a.n_ctiles) * bj;  // block origin in the sub-filter
+  const int c0 = cslice * kLanes, u0 = seg * a.bow, q0 = u0 + j0;
+  const int g_begin = int(int64_t(a.rows) * chunk / a.z), g_end = int(int64_t(a.rows) * (chunk + 1) / a.z);
+
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  const int wsi = warp % a.ws, wct = (warp / a.ws) % a.ct, wrg = warp / (a.ws * a.ct);
+  const int ti0 = i0 + wrg * R, tj0 = j0 + wct * TM;  // this thread's tile origin in the sub-filter
+  const int wu = wsi * a.bsub;                        // first dY column of this warp, relative to u0
+  const int nsteps = (ti0 < a.sfh && tj0 < a.sfw) ? max(0, min(a.bsub, a.ow - u0 - wu)) : 0;
+  const int kb = wu + wct * TM;  // SMEM column of X[v = 0, t = 0] for this warp
+
+  float acc[R][TM];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TM; ++t) acc[r][t] = 0.f;
+
+  if (g_begin < g_end) {
+    stage_full(a, xs, dys, g_begin, bi, i0, c0, u0, q0);
+    cuda::cp_async_commit();
+    for (int g = g_begin; g < g_end; ++g) {
+      const int oh = g % a.oh;
+      const bool has_next = g + 1 < g_end;
+      const bool incremental = has_next && oh + 1 < a.oh;  // next row is in the same image: one new X row
+      if (incremental) {
+        stage_next(a, xs, dys, g + 1, bi, i0, c0, u0, q0);  // overlaps this row's compute
+        cuda::cp_async_commit();
+        cuda::cp_async_wait<1>();
+      } else {
+        cuda::cp_async_wait<0>();
+      }
+      __syncthreads();
+      if (nsteps > 0) {
+        const float* xr[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) xr[r] = xs + (((oh + ti0 + r) % nslot) * a.xc + kb) * kLanes + lane;
+        accumulate_row<R, TM>(acc, xr, dys + ((g & 1) * a.bow + wu) * kLanes + lane, nsteps);
+      }
+      __syncthreads();  // every warp is done with the slots the next staging overwrites
+      if (has_next && !incremental) {
+        stage_full(a, xs, dys, g + 1, bi, i0, c0, u0, q0);
+        cuda::cp_async_commit();
+      }
+    }
+  }
+
+  const int c = c0 + lane;
+  if (nsteps == 0 || c >= a.c) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int si = ti0 + r;
+    if (si >= a.sfh) continue;
+#pragma unroll
+    for (int t = 0; t < TM; ++t) {
+      const int sj = tj0 + t;
+      if (sj >= a.sfw) continue;
+      const int64_t i = a.pa + int64_t(a.sh) * si, j = a.pb + int64_t(a.sw) * sj;
+      atomicAdd(a.dw + (i * a.fw + j) * a.c + c, acc[r][t]);
+    }
+  }
+}
+
+}  // namespace cnn::dwconv::bfc

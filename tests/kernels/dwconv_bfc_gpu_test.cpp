@@ -1,0 +1,277 @@
+// FP32 CUDA backward-filter (BFC) kernels vs the FP64 reference (dwconv_backward_filter_reference): every tile,
+// Z split, stride phase, alignment path and the generic kernel. GPU suites skip without a device; the planner
+// and input-validation tests run on the CPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
+#include "kernels/dwconv/dwconv_bfc_plan.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+
+namespace cnn::dwconv {
+namespace {
+
+bool has_device() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (!has_device()) GTEST_SKIP() << "no CUDA device"
+
+void cuda_ok(cudaError_t e, const char* what) { ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e); }
+
+// Device buffer of floats, freed on scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    if (cudaMalloc(&ptr_, std::max<size_t>(n, 1) * sizeof(float)) != cudaSuccess) ptr_ = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  float* get() const { return ptr_; }
+  size_t size() const { return n_; }
+
+ private:
+  float* ptr_ = nullptr;
+  size_t n_;
+};
+
+DwconvParams make_params(int n, int ih, int iw, int c, int fh, int fw, int sh, int sw, int pt, int pb, int pl,
+                         int pr) {
+  DwconvParams p;
+  p.n = n;
+  p.ih = ih;
+  p.iw = iw;
+  p.c = c;
+  p.fh = fh;
+  p.fw = fw;
+  p.stride_h = sh;
+  p.stride_w = sw;
+  p.pad_top = pt;
+  p.pad_bottom = pb;
+  p.pad_left = pl;
+  p.pad_right = pr;
+  return p;
+}
+
+// 'same' padding for odd filters (floor/ceil split for even ones), stride 1.
+DwconvParams same(int n, int ih, int iw, int c, int fh, int fw) {
+  return make_params(n, ih, iw, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2);
+}
+
+std::vector<float> random_vector(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& e : v) e = dist(rng);
+  return v;
+}
+
+// Runs one BFC path (x offset by `x_offset` floats from an aligned allocation) and checks every dW entry against
+// the FP64 reference: |got - ref| <= 8 * sqrt(L) * u * sum|x*dy| per entry (u = 2^-24, L = N*OH*OW terms).
+// Each entry is a sequential FP32 sum of <= L/Z fused products per thread plus Z atomic adds; its rounding error is
+// bounded by gamma_L * sum|x*dy| and with overwhelming probability by a small multiple of sqrt(L) * u * sum|x*dy|
+// (Higham, probabilistic bound); 8 leaves a wide margin while any missing or doubled term is ~ sum|x*dy| / L.
+void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0) {
+  const std::vector<float> x = random_vector(p.x_elems(), seed), dy = random_vector(p.y_elems(), seed + 1);
+  std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
+  std::vector<double> ref(size_t(p.w_elems())), bound(size_t(p.w_elems()));
+  dwconv_backward_filter_reference(xd.data(), dyd.data(), ref.data(), p);
+  for (double& e : xd) e = std::fabs(e);
+  for (double& e : dyd) e = std::fabs(e);
+  dwconv_backward_filter_reference(xd.data(), dyd.data(), bound.data(), p);
+
+  DeviceBuffer x_dev(size_t(p.x_elems()) + 4), dy_dev(size_t(p.y_elems())), dw_dev(size_t(p.w_elems()));
+  ASSERT_TRUE(x_dev.get() && dy_dev.get() && dw_dev.get()) << "cudaMalloc failed for " << p.str();
+  float* x_ptr = x_dev.get() + x_offset;
+  cuda_ok(cudaMemcpy(x_ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "copy x");
+  cuda_ok(cudaMemcpy(dy_dev.get(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
+  cuda_ok(cudaMemset(dw_dev.get(), 0xFF, size_t(p.w_elems()) * sizeof(float)), "poison dw");  // all-ones = NaN
+  dwconv_backward_filter_cuda_forced(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
+  cuda_ok(cudaDeviceSynchronize(), "bfc run");
+  std::vector<float> got(size_t(p.w_elems()));
+  cuda_ok(cudaMemcpy(got.data(), dw_dev.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy dw");
+
+  const double u = std::ldexp(1.0, -24), terms = double(p.n) * p.oh() * p.ow();
+  const double rel = 8.0 * std::sqrt(terms) * u;
+  double max_abs = 0, max_rel = 0;
+  int64_t first_bad = -1;
+  for (int64_t e = 0; e < p.w_elems(); ++e) {
+    const double err = std::fabs(double(got[size_t(e)]) - ref[size_t(e)]);
+    max_abs = std::isnan(err) ? err : std::max(max_abs, err);
+    if (bound[size_t(e)] > 0) max_rel = std::max(max_rel, err / bound[size_t(e)]);
+    if (first_bad < 0 && !(err <= rel * bound[size_t(e)])) first_bad = e;
+  }
+  if (first_bad >= 0) {
+    const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_path_name(p, force) << "' x_offset "
+                  << x_offset << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c
+                  << "] expected " << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed "
+                  << rel * bound[size_t(e)] << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel
+                  << " (bound " << rel << ")";
+  }
+}
+
+struct Case {
+  DwconvParams p;
+  uint32_t seed;
+};
+
+std::vector<Case> default_cases() {
+  return {
+      {same(1, 17, 34, 72, 3, 3), 11},
+      {same(1, 17, 34, 72, 1, 1), 12},
+      {same(1, 17, 34, 72, 7, 7), 13},
+      {same(1, 17, 34, 72, 13, 13), 14},
+      {same(1, 17, 34, 72, 31, 31), 15},
+      {same(1, 20, 24, 72, 51, 51), 16},
+      {same(2, 23, 19, 40, 51, 5), 17},
+      {same(2, 19, 23, 40, 5, 51), 18},
+      {same(3, 16, 16, 64, 5, 5), 19},
+      {same(2, 9, 13, 36, 9, 9), 20},                        // OW = 13: not a multiple of 8, L = 234
+      {same(2, 11, 11, 96, 17, 17), 21},                     // filter wider than the image
+      {make_params(2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1), 22},  // stride 2
+      {make_params(1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3), 23},  // stride 2, asymmetric padding
+      {make_params(2, 15, 20, 32, 5, 4, 2, 3, 0, 2, 3, 1), 24},  // strides 2x3, even filter width
+      {make_params(2, 13, 14, 16, 3, 3, 1, 1, 4, 0, 1, 5), 25},  // padding > F-1 (rows of dW see only zeros)
+      {make_params(1, 12, 10, 8, 2, 6, 3, 1, 2, 1, 5, 0), 26},   // stride 3, even filter, p > F-1
+      {same(2, 17, 34, 3, 3, 3), 27},                        // C % 4 != 0: 4-byte copies
+      {same(1, 17, 34, 130, 7, 7), 28},                      // C % 32 and C % 4 != 0
+      {same(1, 1, 1, 4, 1, 1), 29},                          // single position
+      {make_params(1, 5, 3, 8, 5, 3, 1, 1, 0, 0, 0, 0), 30},  // filter = image: OH = OW = 1
+  };
+}
+
+TEST(DwconvBfcGpu, DefaultPathMatchesReference) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Case& k : default_cases()) check_bfc(k.p, BfcForce{}, k.seed);
+}
+
+TEST(DwconvBfcGpu, EveryTileMatchesReference) {
+  SKIP_WITHOUT_DEVICE();
+  const DwconvParams s1 = make_params(2, 13, 21, 40, 9, 11, 1, 1, 3, 5, 4, 2);
+  const DwconvParams s2 = make_params(2, 14, 17, 36, 7, 9, 2, 2, 3, 2, 4, 4);
+  for (const BfcTile& t : kBfcTiles) {
+    check_bfc(s1, BfcForce{t.r, t.tm, 0, false}, 100 + uint32_t(t.r * 40 + t.tm));
+    check_bfc(s2, BfcForce{t.r, t.tm, 3, false}, 200 + uint32_t(t.r * 40 + t.tm));
+  }
+}
+
+TEST(DwconvBfcGpu, EveryZSplitMatchesReference) {
+  SKIP_WITHOUT_DEVICE();
+  const DwconvParams p = same(3, 10, 19, 64, 5, 7);  // 30 dY rows, 10 per image
+  for (int z : {1, 2, 3, 7, 10, 29, 30, 1000}) check_bfc(p, BfcForce{0, 0, z, false}, 300 + uint32_t(z));
+  for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z, false}, 400 + uint32_t(z));
+}
+
+TEST(DwconvBfcGpu, GenericKernelMatchesReference) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Case& k : default_cases()) {
+    if (k.p.w_elems() * k.p.y_elems() / k.p.c > (int64_t(1) << 26)) continue;  // the generic kernel is slow
+    check_bfc(k.p, BfcForce{0, 0, 0, true}, k.seed + 1000);
+    check_bfc(k.p, BfcForce{0, 0, 5, true}, k.seed + 2000);
+  }
+}
+
+TEST(DwconvBfcGpu, UnalignedInputTakesScalarPath) {
+  SKIP_WITHOUT_DEVICE();
+  check_bfc(same(2, 17, 34, 72, 7, 7), BfcForce{}, 500, /*x_offset=*/1);
+  check_bfc(make_params(1, 17, 34, 64, 3, 3, 2, 2, 1, 1, 1, 1), BfcForce{}, 501, /*x_offset=*/3);
+}
+
+TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {
+  SKIP_WITHOUT_DEVICE();
+  const DwconvParams p = same(2, 48, 48, 256, 31, 31);
+  const std::string path = bfc_path_name(p);
+  const size_t at = path.find(" Z=");
+  ASSERT_NE(at, std::string::npos) << path;
+  EXPECT_GT(std::stoi(path.substr(at + 3)), 1) << "expected an accumulation split for " << p.str() << ": " << path;
+  check_bfc(p, BfcForce{}, 600);
+}
+
+TEST(DwconvBfcGpu, RepeatedCallsOverwrite) {
+  SKIP_WITHOUT_DEVICE();
+  const DwconvParams p = same(2, 17, 34, 72, 3, 3);
+  check_bfc(p, BfcForce{}, 700);
+  check_bfc(p, BfcForce{}, 701);  // cached plan, fresh poison: dw must be fully rewritten
+}
+
+// ---- CPU-only: input validation and planner rules --------------------------------------------------------------
+
+TEST(DwconvBfcValidation, RejectsBadParamsBeforeTouchingTheDevice) {
+  float host[4] = {};
+  DwconvParams bad = same(1, 8, 8, 4, 3, 3);
+  bad.c = 0;
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, bad, nullptr), Error);
+  DwconvParams too_big = same(1, 4, 4, 4, 7, 7);
+  too_big.pad_top = too_big.pad_bottom = too_big.pad_left = too_big.pad_right = 0;
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, too_big, nullptr), Error);
+  DwconvParams neg = same(1, 8, 8, 4, 3, 3);
+  neg.stride_w = 0;
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, neg, nullptr), Error);
+  const DwconvParams ok = same(1, 8, 8, 4, 3, 3);
+  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, host, host, ok, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda_forced(host, host, host, ok, BfcForce{2, 2, 0, false}, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda_forced(host, host, host, ok, BfcForce{0, 0, -1, false}, nullptr), Error);
+}
+
+TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
+  const auto tile = [](int fh, int fw) {
+    const BfcTile t = bfc_choose_tile(fh, fw);
+    return std::to_string(t.r) + "x" + std::to_string(t.tm);
+  };
+  EXPECT_EQ(tile(1, 1), "1x1");
+  EXPECT_EQ(tile(3, 3), "3x3");
+  EXPECT_EQ(tile(5, 5), "5x5");
+  EXPECT_EQ(tile(7, 7), "7x7");
+  EXPECT_EQ(tile(9, 9), "3x9");
+  EXPECT_EQ(tile(13, 13), "1x13");
+  EXPECT_EQ(tile(17, 17), "1x17");
+  EXPECT_EQ(tile(31, 31), "1x31");
+  EXPECT_EQ(tile(51, 51), "3x17");
+  EXPECT_EQ(tile(51, 5), "3x5");
+  EXPECT_EQ(tile(5, 51), "1x17");
+  for (int f = 1; f <= 64; ++f) {
+    const BfcTile t = bfc_choose_tile(f, f);
+    EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << f;
+    for (const BfcTile& o : kBfcTiles) EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+  }
+}
+
+TEST(DwconvBfcPlan, GroupsAreBalanced) {
+  EXPECT_EQ(bfc_group_size(17, 2), 2);
+  EXPECT_EQ(bfc_group_size(31, 8), 8);
+  EXPECT_EQ(bfc_group_size(13, 8), 7);
+  EXPECT_EQ(bfc_group_size(3, 8), 3);
+  EXPECT_EQ(bfc_group_size(1, 1), 1);
+  EXPECT_THROW(bfc_group_size(0, 4), Error);
+}
+
+TEST(DwconvBfcPlan, ZFillsTheMachineWithinLimits) {
+  // 8 blocks per chunk, 528 slots, 16384 rows: one full wave needs z = 66; anything within 3% is accepted.
+  const int64_t z = bfc_choose_z(8, 528, 16384, 16, 4096);
+  EXPECT_GE(bfc_z_efficiency(8, 528, 16384, z), 0.96);
+  EXPECT_LE(z, 66);
+  // Few rows cap z: at most rows / min_rows_per_chunk chunks.
+  EXPECT_EQ(bfc_choose_z(8, 528, 17, 6, 4096), 2);
+  EXPECT_EQ(bfc_choose_z(8, 528, 5, 6, 4096), 1);
+  // More blocks than slots already: no split needed beyond wave quantization.
+  EXPECT_GE(bfc_z_efficiency(1000, 264, 100, bfc_choose_z(1000, 264, 100, 2, 4096)), 0.9);
+  EXPECT_NEAR(bfc_z_efficiency(66, 132, 10, 2), 1.0, 1e-12);
+  EXPECT_NEAR(bfc_z_efficiency(66, 132, 10, 3), (198.0 / 264.0) * (10.0 / 3.0 / 4.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace cnn::dwconv
