@@ -33,7 +33,7 @@ template <size_t... I>
 TileKernel tile_kernel_impl(BfcTile t, std::index_sequence<I...>) {
   TileKernel k = nullptr;
   ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = &bfc::bfc_tile_kernel<kBfcTiles[I].r, kBfcTiles[I].tm>)
-                                                      : k),
+                                                     : k),
    ...);
   return k;
 }
@@ -265,14 +265,15 @@ using PlanKey = std::array<int, 18>;
 
 // Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
 // on is returned but not cached, so the first real run still gets measured.
-BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy, float* dw,
-                    bool vec, cudaStream_t stream) {
+BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy, float* dw, bool vec,
+                    cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
   const DeviceInfo dev = device_info();
-  const PlanKey key{dev.device,   p.n,          p.ih,       p.iw,        p.c,           p.fh,
-                    p.fw,         p.stride_h,   p.stride_w, p.pad_top,   p.pad_bottom,  p.pad_left,
-                    p.pad_right,  force.tile_r, force.tile_tm, force.z,  int(force.generic), vec ? 1 : 0};
+  const PlanKey key{
+      dev.device,         p.n,        p.ih,         p.iw,       p.c,         p.fh,         p.fw,          p.stride_h,
+      p.stride_w,         p.pad_top,  p.pad_bottom, p.pad_left, p.pad_right, force.tile_r, force.tile_tm, force.z,
+      int(force.generic), vec ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

@@ -1,9 +1,8 @@
 // Generic FP32 depthwise backward-filter kernel, NHWC: dW[i,j,c] = sum_{n,oh,ow} X[n, oh*sH+i-pT, ow*sW+j-pL, c]
 // * dY[n,oh,ow,c]. One block per (tap, 32-channel slice, chunk of N*OH*OW); no reuse, any shape. Oracle:
 // dwconv_backward_filter_reference.
-#include "kernels/dwconv/dwconv_bfc_generic.cuh"
-
 #include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_bfc_generic.cuh"
 
 namespace cnn::dwconv {
 
@@ -22,7 +21,7 @@ struct GenericArgs {
   int z;
 };
 
-__global__ void __launch_bounds__(kGenLanes * kGenRows) bfc_generic_kernel(const GenericArgs a) {
+__global__ void __launch_bounds__(kGenLanes* kGenRows) bfc_generic_kernel(const GenericArgs a) {
   __shared__ float part[kGenRows][kGenLanes];
   const int i = blockIdx.x / a.fw, j = blockIdx.x % a.fw;
   const int c = blockIdx.y * kGenLanes + threadIdx.x;
@@ -57,14 +56,13 @@ int bfc_generic_blocks_per_sm() {
   return blocks;
 }
 
-void launch_bfc_generic(const float* x, const float* dy, float* dw, const DwconvParams& p, int z,
-                        cudaStream_t stream) {
+void launch_bfc_generic(const float* x, const float* dy, float* dw, const DwconvParams& p, int z, cudaStream_t stream) {
   CNN_CHECK(z >= 1 && z <= 65535, "bfc generic: expected 1 <= Z <= 65535, got ", z, " for ", p.str());
   const int slices = (p.c + kGenLanes - 1) / kGenLanes;
   CNN_CHECK(slices <= 65535, "bfc generic: expected C <= ", 65535 * kGenLanes, ", got ", p.str());
-  const GenericArgs a{x,          dy,         dw,          p.ih,     p.iw,          p.c,
-                      p.oh(),     p.ow(),     p.fw,        p.stride_h, p.stride_w,  p.pad_top,
-                      p.pad_left, int64_t(p.n) * p.oh() * p.ow(), z};
+  const GenericArgs a{x,      dy,   dw,         p.ih,       p.iw,      p.c,        p.oh(),
+                      p.ow(), p.fw, p.stride_h, p.stride_w, p.pad_top, p.pad_left, int64_t(p.n) * p.oh() * p.ow(),
+                      z};
   const dim3 grid(unsigned(p.fh * p.fw), unsigned(slices), unsigned(z));
   bfc_generic_kernel<<<grid, dim3(kGenLanes, kGenRows), 0, stream>>>(a);
   CNN_CHECK_LAUNCH("bfc_generic_kernel");

@@ -14,7 +14,6 @@ namespace cnn::dwconv {
 int bfc_generic_blocks_per_sm();
 
 // Accumulates dW += sum over z chunks of N*OH*OW into dw (already zeroed) with FP32 atomics.
-void launch_bfc_generic(const float* x, const float* dy, float* dw, const DwconvParams& p, int z,
-                        cudaStream_t stream);
+void launch_bfc_generic(const float* x, const float* dy, float* dw, const DwconvParams& p, int z, cudaStream_t stream);
 
 }  // namespace cnn::dwconv

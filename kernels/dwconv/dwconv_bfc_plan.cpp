@@ -57,8 +57,7 @@ double bfc_z_efficiency(int64_t blocks_per_chunk, int64_t slots, int64_t rows, i
   return wave_eff * balance;
 }
 
-int64_t bfc_choose_z(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t min_rows_per_chunk,
-                     int64_t z_cap) {
+int64_t bfc_choose_z(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t min_rows_per_chunk, int64_t z_cap) {
   CNN_CHECK(blocks_per_chunk >= 1 && slots >= 1 && rows >= 1 && min_rows_per_chunk >= 1 && z_cap >= 1,
             "bfc_choose_z: expected positive arguments, got blocks_per_chunk=", blocks_per_chunk, " slots=", slots,
             " rows=", rows, " min_rows_per_chunk=", min_rows_per_chunk, " z_cap=", z_cap);

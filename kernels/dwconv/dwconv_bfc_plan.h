@@ -14,10 +14,10 @@ struct BfcTile {
 
 // Every tile the CUDA kernel is instantiated for (dwconv_bfc.cu builds one kernel per entry). r * tm <= 64 keeps
 // accumulators + sliding window <= 128 registers.
-inline constexpr BfcTile kBfcTiles[] = {
-    {1, 1},  {1, 2},  {1, 3},  {1, 4},  {1, 5},  {1, 6},  {1, 7},  {1, 8}, {1, 9}, {1, 11}, {1, 13},
-    {1, 16}, {1, 17}, {1, 31}, {2, 8},  {2, 9},  {2, 11}, {2, 13}, {2, 16}, {3, 3}, {3, 5},  {3, 7},
-    {3, 9},  {3, 11}, {3, 13}, {3, 17}, {4, 4},  {4, 8},  {4, 13}, {5, 5},  {7, 7}};
+inline constexpr BfcTile kBfcTiles[] = {{1, 1},  {1, 2},  {1, 3},  {1, 4},  {1, 5},  {1, 6},  {1, 7}, {1, 8},
+                                        {1, 9},  {1, 11}, {1, 13}, {1, 16}, {1, 17}, {1, 31}, {2, 8}, {2, 9},
+                                        {2, 11}, {2, 13}, {2, 16}, {3, 3},  {3, 5},  {3, 7},  {3, 9}, {3, 11},
+                                        {3, 13}, {3, 17}, {4, 4},  {4, 8},  {4, 13}, {5, 5},  {7, 7}};
 
 // Test / benchmark overrides of the dispatcher's choices; zero fields mean "let the planner decide".
 struct BfcForce {
@@ -44,7 +44,6 @@ double bfc_z_efficiency(int64_t blocks_per_chunk, int64_t slots, int64_t rows, i
 
 // Accumulation chunks per sub-BFC: the smallest z in [1, z_max] within 3% of the best bfc_z_efficiency, where
 // z_max = min(z_cap, rows / min_rows_per_chunk) (at least 1).
-int64_t bfc_choose_z(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t min_rows_per_chunk,
-                     int64_t z_cap);
+int64_t bfc_choose_z(int64_t blocks_per_chunk, int64_t slots, int64_t rows, int64_t min_rows_per_chunk, int64_t z_cap);
 
 }  // namespace cnn::dwconv

@@ -24,13 +24,13 @@ struct TileArgs {
   float* dw;        // (FH, FW, C), zeroed; receives atomic adds
   int ih, iw, c, oh, ow, fw;
   int sh, sw, pt, pl;
-  int pa, pb;    // phase
-  int sfh, sfw;  // sub-filter extents of the phase
-  int rg, ct, ws;  // warps per block along row groups, column tiles, dY column splits
-  int bsub, bow;   // dY columns per warp; per block segment (= ws * bsub)
-  int xc;          // SMEM X row width: bow + ct*tm - 1 columns
+  int pa, pb;                                 // phase
+  int sfh, sfw;                               // sub-filter extents of the phase
+  int rg, ct, ws;                             // warps per block along row groups, column tiles, dY column splits
+  int bsub, bow;                              // dY columns per warp; per block segment (= ws * bsub)
+  int xc;                                     // SMEM X row width: bow + ct*tm - 1 columns
   int n_rtiles, n_ctiles, n_cslices, n_segs;  // block decomposition of one chunk
-  int rows;  // N*OH dY rows, split into z chunks
+  int rows;                                   // N*OH dY rows, split into z chunks
   int z;
   int vec;  // 1: 16-byte cp.async (C % 4 == 0, 16-byte aligned x and dy); 0: 4-byte copies
 };
@@ -141,7 +141,7 @@ __device__ __forceinline__ void stage_next(const TileArgs& a, float* xs, float* 
 
 template <int R, int TM>
 __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a) {
-  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for cp.async
+  extern __shared__ float4 smem4[];                   // float4: 16-byte alignment for cp.async
   float* const xs = reinterpret_cast<float*>(smem4);  // ring of bi+1 X rows, [bi+1][xc][32]
   const int bi = a.rg * R, bj = a.ct * TM, nslot = bi + 1;
   float* const dys = xs + nslot * a.xc * kLanes;  // double-buffered dY row, [2][bow][32]

@@ -48,8 +48,7 @@ class DeviceBuffer {
   size_t n_;
 };
 
-DwconvParams make_params(int n, int ih, int iw, int c, int fh, int fw, int sh, int sw, int pt, int pb, int pl,
-                         int pr) {
+DwconvParams make_params(int n, int ih, int iw, int c, int fh, int fw, int sh, int sw, int pt, int pb, int pl, int pr) {
   DwconvParams p;
   p.n = n;
   p.ih = ih;
@@ -116,11 +115,10 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   }
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
-    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_path_name(p, force) << "' x_offset "
-                  << x_offset << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c
-                  << "] expected " << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed "
-                  << rel * bound[size_t(e)] << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel
-                  << " (bound " << rel << ")";
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_path_name(p, force) << "' x_offset " << x_offset
+                  << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
+                  << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed " << rel * bound[size_t(e)]
+                  << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel << " (bound " << rel << ")";
   }
 }
 
@@ -140,17 +138,17 @@ std::vector<Case> default_cases() {
       {same(2, 23, 19, 40, 51, 5), 17},
       {same(2, 19, 23, 40, 5, 51), 18},
       {same(3, 16, 16, 64, 5, 5), 19},
-      {same(2, 9, 13, 36, 9, 9), 20},                        // OW = 13: not a multiple of 8, L = 234
-      {same(2, 11, 11, 96, 17, 17), 21},                     // filter wider than the image
+      {same(2, 9, 13, 36, 9, 9), 20},                            // OW = 13: not a multiple of 8, L = 234
+      {same(2, 11, 11, 96, 17, 17), 21},                         // filter wider than the image
       {make_params(2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1), 22},  // stride 2
       {make_params(1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3), 23},  // stride 2, asymmetric padding
       {make_params(2, 15, 20, 32, 5, 4, 2, 3, 0, 2, 3, 1), 24},  // strides 2x3, even filter width
       {make_params(2, 13, 14, 16, 3, 3, 1, 1, 4, 0, 1, 5), 25},  // padding > F-1 (rows of dW see only zeros)
       {make_params(1, 12, 10, 8, 2, 6, 3, 1, 2, 1, 5, 0), 26},   // stride 3, even filter, p > F-1
-      {same(2, 17, 34, 3, 3, 3), 27},                        // C % 4 != 0: 4-byte copies
-      {same(1, 17, 34, 130, 7, 7), 28},                      // C % 32 and C % 4 != 0
-      {same(1, 1, 1, 4, 1, 1), 29},                          // single position
-      {make_params(1, 5, 3, 8, 5, 3, 1, 1, 0, 0, 0, 0), 30},  // filter = image: OH = OW = 1
+      {same(2, 17, 34, 3, 3, 3), 27},                            // C % 4 != 0: 4-byte copies
+      {same(1, 17, 34, 130, 7, 7), 28},                          // C % 32 and C % 4 != 0
+      {same(1, 1, 1, 4, 1, 1), 29},                              // single position
+      {make_params(1, 5, 3, 8, 5, 3, 1, 1, 0, 0, 0, 0), 30},     // filter = image: OH = OW = 1
   };
 }
 
