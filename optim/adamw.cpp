@@ -18,13 +18,12 @@ void check_control(const Tensor& t, const char* what, Device device) {
 
 const float* control_ptr(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 
-void check_loaded(const std::map<std::string, Tensor>& state, const std::string& key, DType dtype,
-                  const Shape& shape) {
+void check_loaded(const std::map<std::string, Tensor>& state, const std::string& key, DType dtype, const Shape& shape) {
   const auto it = state.find(key);
   CNN_CHECK(it != state.end(), "AdamW::load_state_dict: missing key '", key, "'");
   const Tensor& t = it->second;
-  CNN_CHECK(t.defined() && t.dtype() == dtype && t.shape() == shape, "AdamW::load_state_dict: '", key,
-            "' expected ", dtype_name(dtype), " ", shape_str(shape), ", got ", t.defined() ? t.str() : "undefined");
+  CNN_CHECK(t.defined() && t.dtype() == dtype && t.shape() == shape, "AdamW::load_state_dict: '", key, "' expected ",
+            dtype_name(dtype), " ", shape_str(shape), ", got ", t.defined() ? t.str() : "undefined");
 }
 
 }  // namespace
@@ -123,8 +122,8 @@ void AdamW::load_state_dict(const std::map<std::string, Tensor>& state) {
     }
   }
   for (const auto& [key, t] : state) {
-    CNN_CHECK(key.rfind(kPrefix, 0) != 0 || expected.count(key) == 1, "AdamW::load_state_dict: unexpected key '",
-              key, "' (no parameter of that name)");
+    CNN_CHECK(key.rfind(kPrefix, 0) != 0 || expected.count(key) == 1, "AdamW::load_state_dict: unexpected key '", key,
+              "' (no parameter of that name)");
   }
   const Tensor& step = state.at(std::string(kPrefix) + "step");
   const int64_t t = step.to_vector<int64_t>()[0];

@@ -59,8 +59,9 @@ void DynamicLossScaler::unscale_and_check(const std::vector<ParamRef>& params) {
 }
 
 void DynamicLossScaler::update() {
-  CNN_CHECK(unscaled_, "DynamicLossScaler::update: no unscale_and_check since the last update (the overflow flag "
-                       "would be stale)");
+  CNN_CHECK(unscaled_,
+            "DynamicLossScaler::update: no unscale_and_check since the last update (the overflow flag "
+            "would be stale)");
   if (device_.is_cuda()) {
     scaler_update_cuda(device_.index, state_.data<float>(), config_);
   } else {

@@ -17,8 +17,8 @@ struct LossScalerOptions {
   double init_scale = 65536.0;  // 2^16
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
-  int growth_interval = 2000;  // clean steps before the scale grows
-  double min_scale = 1.0;      // backoff never goes below (torch has no floor)
+  int growth_interval = 2000;     // clean steps before the scale grows
+  double min_scale = 1.0;         // backoff never goes below (torch has no floor)
   double max_scale = 16777216.0;  // 2^24: growth never goes above (torch has no cap)
 };
 
@@ -65,9 +65,9 @@ class DynamicLossScaler {
   LossScalerOptions options_;
   ScalerConfig config_;
   Device device_;
-  Tensor state_;      // f32 (kScalerStateSize), slots of ScalerSlot
-  Tensor scale_;      // f32 () view of state_[kScale]
-  Tensor found_inf_;  // f32 (1) view of state_[kFoundInf]
+  Tensor state_;           // f32 (kScalerStateSize), slots of ScalerSlot
+  Tensor scale_;           // f32 () view of state_[kScale]
+  Tensor found_inf_;       // f32 (1) view of state_[kFoundInf]
   bool unscaled_ = false;  // unscale_and_check ran since the last update
 };
 

@@ -22,16 +22,16 @@ void LrSchedule::validate() const {
   CNN_CHECK(std::isfinite(base_lr) && base_lr > 0, "lr schedule: expected base_lr > 0, got ", base_lr);
   CNN_CHECK(min_lr >= 0 && min_lr <= base_lr, "lr schedule: expected 0 <= min_lr <= base_lr (", base_lr, "), got ",
             min_lr);
-  CNN_CHECK(warmup_lr_init >= 0 && warmup_lr_init <= base_lr,
-            "lr schedule: expected 0 <= warmup_lr_init <= base_lr (", base_lr, "), got ", warmup_lr_init);
+  CNN_CHECK(warmup_lr_init >= 0 && warmup_lr_init <= base_lr, "lr schedule: expected 0 <= warmup_lr_init <= base_lr (",
+            base_lr, "), got ", warmup_lr_init);
   CNN_CHECK(warmup_steps >= 0, "lr schedule: expected warmup_steps >= 0, got ", warmup_steps);
 }
 
 double LrSchedule::lr_at(int64_t step, int64_t total_steps) const {
   validate();
   CNN_CHECK(step >= 0, "lr schedule: expected step >= 0, got ", step);
-  CNN_CHECK(total_steps > warmup_steps, "lr schedule: expected total_steps > warmup_steps (", warmup_steps,
-            "), got ", total_steps);
+  CNN_CHECK(total_steps > warmup_steps, "lr schedule: expected total_steps > warmup_steps (", warmup_steps, "), got ",
+            total_steps);
   if (step < warmup_steps) {
     return warmup_lr_init + (base_lr - warmup_lr_init) * double(step) / double(warmup_steps);
   }

@@ -59,8 +59,7 @@ void adamw_step_cpu(const std::vector<AdamWTensor>& tensors, const AdamWArgs& ar
   const AdamWElementConsts c = element_consts(args, scalars);
   const float gscale = args.grad_scale != nullptr ? *args.grad_scale : 1.0f;
   for (const AdamWTensor& t : tensors) {
-    CNN_CHECK(t.n == 0 || (t.p && t.g && t.m && t.v), "adamw_step_cpu: null buffer in a tensor of ", t.n,
-              " elements");
+    CNN_CHECK(t.n == 0 || (t.p && t.g && t.m && t.v), "adamw_step_cpu: null buffer in a tensor of ", t.n, " elements");
     adamw_tensor(t, c, gscale);
   }
 }

@@ -15,10 +15,10 @@ namespace cnn::optim {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int64_t kChunk = 16384;      // elements per work unit (64 per thread)
-constexpr int64_t kMaxBlocks = 1056;   // 8 resident 256-thread blocks on each of 132 H200 SMs
-constexpr int kAdamWMax = 56;          // tensors per AdamW launch
-constexpr int kGradMax = 120;          // tensors per launch of the gradient kernels
+constexpr int64_t kChunk = 16384;     // elements per work unit (64 per thread)
+constexpr int64_t kMaxBlocks = 1056;  // 8 resident 256-thread blocks on each of 132 H200 SMs
+constexpr int kAdamWMax = 56;         // tensors per AdamW launch
+constexpr int kGradMax = 120;         // tensors per launch of the gradient kernels
 constexpr int kCombineBlock = 1024;
 
 template <class Slot, int kMax>
@@ -63,9 +63,9 @@ __global__ void adamw_advance_kernel(int64_t* step, const float* found_inf, doub
   adamw_advance(step, found_inf, lr, beta1, beta2, scalars);
 }
 
-__global__ void __launch_bounds__(kBlock) adamw_kernel(const __grid_constant__ AdamWBatch b,
-                                                       const float* __restrict__ scalars, AdamWElementConsts c,
-                                                       const float* __restrict__ grad_scale) {
+__global__ void __launch_bounds__(kBlock)
+    adamw_kernel(const __grid_constant__ AdamWBatch b, const float* __restrict__ scalars, AdamWElementConsts c,
+                 const float* __restrict__ grad_scale) {
   if (scalars[0] != 0.0f) return;  // skipped step (overflow)
   c.step_size = scalars[1];
   c.bc2_sqrt = scalars[2];
@@ -86,8 +86,8 @@ __global__ void __launch_bounds__(kBlock) adamw_kernel(const __grid_constant__ A
   }
 }
 
-__global__ void __launch_bounds__(kBlock) unscale_check_kernel(const __grid_constant__ GradBatch b,
-                                                               const float* __restrict__ scale, float* found_inf) {
+__global__ void __launch_bounds__(kBlock)
+    unscale_check_kernel(const __grid_constant__ GradBatch b, const float* __restrict__ scale, float* found_inf) {
   const float inv = rn_div(1.0f, *scale);
   int bad = 0;
   for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
@@ -104,8 +104,8 @@ __global__ void __launch_bounds__(kBlock) unscale_check_kernel(const __grid_cons
   if (__syncthreads_or(bad) && threadIdx.x == 0) *found_inf = 1.0f;  // benign race: every writer stores 1
 }
 
-__global__ void __launch_bounds__(kBlock) scale_grads_kernel(const __grid_constant__ GradBatch b,
-                                                             const float* __restrict__ factor) {
+__global__ void __launch_bounds__(kBlock)
+    scale_grads_kernel(const __grid_constant__ GradBatch b, const float* __restrict__ factor) {
   const float f = *factor;
   for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
     const int k = find_slot(b, ch);
@@ -131,8 +131,8 @@ __device__ float block_sum(float v) {
 }
 
 // partial[ch] = sum of g^2 over chunk ch of the batch (partial already offset to the batch's first chunk).
-__global__ void __launch_bounds__(kBlock) sum_squares_kernel(const __grid_constant__ GradBatch b,
-                                                             float* __restrict__ partial) {
+__global__ void __launch_bounds__(kBlock)
+    sum_squares_kernel(const __grid_constant__ GradBatch b, float* __restrict__ partial) {
   for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
     const int k = find_slot(b, ch);
     const float* g = b.slot[k].g;
@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(kBlock) sum_squares_kernel(const __grid_consta
 }
 
 // Ordered double combine of the chunk partials (fixed thread -> partial map and fixed tree: deterministic).
-__global__ void __launch_bounds__(kCombineBlock) norm_combine_kernel(const float* __restrict__ partial, int64_t count,
-                                                                     float max_norm, float* __restrict__ out) {
+__global__ void __launch_bounds__(kCombineBlock)
+    norm_combine_kernel(const float* __restrict__ partial, int64_t count, float max_norm, float* __restrict__ out) {
   __shared__ double sums[kCombineBlock];
   double s = 0.0;
   for (int64_t i = threadIdx.x; i < count; i += kCombineBlock) s += double(partial[i]);
@@ -207,8 +207,7 @@ void check_grads(const std::vector<GradTensor>& grads, const char* op) {
 void adamw_step_cuda(int device, const std::vector<AdamWTensor>& tensors, const AdamWArgs& args) {
   CNN_CHECK(args.step != nullptr, "adamw_step_cuda: the step counter pointer is null");
   for (const AdamWTensor& t : tensors) {
-    CNN_CHECK(t.n == 0 || (t.p && t.g && t.m && t.v), "adamw_step_cuda: null buffer in a tensor of ", t.n,
-              " elements");
+    CNN_CHECK(t.n == 0 || (t.p && t.g && t.m && t.v), "adamw_step_cuda: null buffer in a tensor of ", t.n, " elements");
   }
   CudaDeviceGuard guard(device);
   CudaContext& ctx = cuda_context(Device::cuda(device));

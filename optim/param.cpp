@@ -30,9 +30,9 @@ std::vector<GradTensor> grad_tensors(const std::vector<ParamRef>& params, const 
   for (const ParamRef& r : params) {
     const Tensor g = r.param.grad();
     if (!g.defined()) continue;
-    CNN_CHECK(g.dtype() == DType::f32 && g.is_contiguous() && g.shape() == r.param.shape() &&
-                  g.device() == r.param.device(),
-              op, ": gradient of '", r.name, "' must be f32 contiguous shaped like ", r.param.str(), ", got ", g.str());
+    CNN_CHECK(
+        g.dtype() == DType::f32 && g.is_contiguous() && g.shape() == r.param.shape() && g.device() == r.param.device(),
+        op, ": gradient of '", r.name, "' must be f32 contiguous shaped like ", r.param.str(), ", got ", g.str());
     out.push_back(GradTensor{g.data<float>(), g.numel()});
   }
   return out;

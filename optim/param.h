@@ -11,8 +11,8 @@
 namespace cnn::optim {
 
 struct ParamRef {
-  std::string name;  // unique; keys the optimizer state ("optim.<name>.exp_avg")
-  Tensor param;      // FP32 master weight, requires grad, contiguous
+  std::string name;   // unique; keys the optimizer state ("optim.<name>.exp_avg")
+  Tensor param;       // FP32 master weight, requires grad, contiguous
   bool decay = true;  // false for norms, biases, LayerScale: no weight decay
 };
 

@@ -1,9 +1,10 @@
 // AdamW against hand-computed steps (bias correction, decoupled weight decay, the no-decay rule), skipped steps,
 // gradient scale input, half copies, parameters without gradients, argument errors.
+#include "optim/adamw.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "optim/adamw.h"
 #include "tests/optim/optim_test_util.h"
 #include "tests/support/numeric.h"
 
@@ -37,26 +38,26 @@ void run_three_steps(double weight_decay, const std::vector<Expected>& expected)
     EXPECT_TRUE(test::all_close(Tensor::from_vector(expected[t].w, {2}), params[0].param, kAtol, kRtol, at + " w"));
     EXPECT_TRUE(test::all_close(Tensor::from_vector(expected[t].m_w, {2}), state.at("optim.w.exp_avg"), kAtol, kRtol,
                                 at + " exp_avg"));
-    EXPECT_TRUE(test::all_close(Tensor::from_vector(expected[t].v_w, {2}), state.at("optim.w.exp_avg_sq"), 1e-10,
-                                kRtol, at + " exp_avg_sq"));
+    EXPECT_TRUE(test::all_close(Tensor::from_vector(expected[t].v_w, {2}), state.at("optim.w.exp_avg_sq"), 1e-10, kRtol,
+                                at + " exp_avg_sq"));
     EXPECT_TRUE(test::all_close(Tensor::from_vector(expected[t].b, {1}), params[1].param, kAtol, kRtol, at + " b"));
   }
   EXPECT_EQ(opt.step_count(), 3);
 }
 
 TEST(AdamW, HandComputedStepsWithoutWeightDecay) {
-  run_three_steps(0.0, {{{0.900000002f, -1.9f}, {0.05f, -0.1f}, {0.00025f, 0.001f}, {0.400000005f}},
-                        {{0.873366299f, -1.93661035f}, {0.02f, 0.11f}, {0.00031225f, 0.004999f}, {0.30000001f}},
-                        {{0.80755514f, -1.96491026f}, {0.118f, 0.099f}, {0.00131193775f, 0.004994001f},
-                         {0.293490441f}}});
+  run_three_steps(0.0,
+                  {{{0.900000002f, -1.9f}, {0.05f, -0.1f}, {0.00025f, 0.001f}, {0.400000005f}},
+                   {{0.873366299f, -1.93661035f}, {0.02f, 0.11f}, {0.00031225f, 0.004999f}, {0.30000001f}},
+                   {{0.80755514f, -1.96491026f}, {0.118f, 0.099f}, {0.00131193775f, 0.004994001f}, {0.293490441f}}});
 }
 
 TEST(AdamW, HandComputedStepsWithWeightDecayOnlyOnDecayEntries) {
   // w decays by (1 - lr * wd) = 0.99 before each update; b (decay = false) matches the run without decay.
-  run_three_steps(0.1, {{{0.890000002f, -1.88f}, {0.05f, -0.1f}, {0.00025f, 0.001f}, {0.400000005f}},
-                        {{0.854466299f, -1.89781035f}, {0.02f, 0.11f}, {0.00031225f, 0.004999f}, {0.30000001f}},
-                        {{0.780110477f, -1.90713216f}, {0.118f, 0.099f}, {0.00131193775f, 0.004994001f},
-                         {0.293490441f}}});
+  run_three_steps(0.1,
+                  {{{0.890000002f, -1.88f}, {0.05f, -0.1f}, {0.00025f, 0.001f}, {0.400000005f}},
+                   {{0.854466299f, -1.89781035f}, {0.02f, 0.11f}, {0.00031225f, 0.004999f}, {0.30000001f}},
+                   {{0.780110477f, -1.90713216f}, {0.118f, 0.099f}, {0.00131193775f, 0.004994001f}, {0.293490441f}}});
 }
 
 TEST(AdamW, FoundInfSkipsTheWholeStep) {

@@ -1,11 +1,12 @@
 // Global gradient norm and clipping, gradient scaling for accumulation and zero_grad on the CPU.
+#include "optim/grad_clip.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
-#include "optim/grad_clip.h"
 #include "tests/optim/optim_test_util.h"
 
 namespace cnn::optim {
@@ -26,7 +27,7 @@ std::vector<ParamRef> three_params() {
 TEST(GradClip, NormAndCoefficientWithoutModifyingGradients) {
   const std::vector<ParamRef> p = three_params();
   const GradNorm n = grad_norm(p, 6.5);
-  EXPECT_EQ(n.norm.item(), 13.0);  // exact: sqrt of an exactly summed 169
+  EXPECT_EQ(n.norm.item(), 13.0);                 // exact: sqrt of an exactly summed 169
   EXPECT_NEAR(n.coef.item(), 0.499999962, 3e-8);  // 6.5 / (13 + 1e-6) in float: within one ulp (3e-8) at 0.5
   EXPECT_EQ(values(p[0].param.grad()), (std::vector<float>{3.0f, 4.0f}));
   EXPECT_EQ(grad_norm(p, 100.0).coef.item(), 1.0);  // below max_norm: no clipping

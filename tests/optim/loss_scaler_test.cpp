@@ -1,5 +1,7 @@
 // Dynamic loss scaler: backoff / growth / floor / cap over a table of steps, the skipped AdamW step, unscaling,
 // torch defaults (growth after exactly 2000 clean steps), state round trip and misuse errors.
+#include "optim/loss_scaler.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 
 #include "core/error.h"
 #include "optim/adamw.h"
-#include "optim/loss_scaler.h"
 #include "tests/optim/optim_test_util.h"
 
 namespace cnn::optim {
@@ -20,8 +21,8 @@ using test::values;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 struct Row {
-  bool overflow;   // this step's gradients hold an inf / nan
-  double scale;    // scale after update()
+  bool overflow;  // this step's gradients hold an inf / nan
+  double scale;   // scale after update()
   int64_t tracker;
   int64_t skipped;
 };
@@ -31,7 +32,7 @@ const std::vector<Row> kTable{
     {false, 8, 1, 0},  {false, 8, 2, 0},  {false, 16, 0, 0},  // grow after 3 clean steps
     {true, 8, 0, 1},   {false, 8, 1, 1},  {true, 4, 0, 2},    // backoff resets the tracker
     {true, 2, 0, 3},   {true, 2, 0, 4},                       // floor at min_scale = 2
-    {false, 2, 1, 4},  {false, 2, 2, 4},  {false, 4, 0, 4},  {false, 4, 1, 4}, {false, 4, 2, 4},
+    {false, 2, 1, 4},  {false, 2, 2, 4},  {false, 4, 0, 4},  {false, 4, 1, 4},  {false, 4, 2, 4},
     {false, 8, 0, 4},  {false, 8, 1, 4},  {false, 8, 2, 4},  {false, 16, 0, 4}, {false, 16, 1, 4},
     {false, 16, 2, 4}, {false, 32, 0, 4}, {false, 32, 1, 4}, {false, 32, 2, 4}, {false, 32, 0, 4},  // cap
 };

@@ -1,8 +1,9 @@
 // LR schedules at key steps: warmup start / middle / end, cosine quarter / half / end, past the end, constant.
+#include "optim/lr_schedule.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "optim/lr_schedule.h"
 
 namespace cnn::optim {
 namespace {
@@ -19,9 +20,8 @@ TEST(LrSchedule, CosineWithLinearWarmup) {
   s.warmup_steps = 10;
   const int64_t total = 110;
   const std::vector<std::pair<int64_t, double>> table{
-      {0, 1e-6},       {1, 1.009e-4},          {5, 5.005e-4}, {9, 9.001e-4},          {10, 1e-3},
-      {35, 8.55017856687e-4}, {60, 5.05e-4}, {85, 1.54982143313e-4}, {109, 1.0244252619e-5}, {110, 1e-5},
-      {500, 1e-5}};
+      {0, 1e-6},     {1, 1.009e-4},          {5, 5.005e-4},          {9, 9.001e-4}, {10, 1e-3}, {35, 8.55017856687e-4},
+      {60, 5.05e-4}, {85, 1.54982143313e-4}, {109, 1.0244252619e-5}, {110, 1e-5},   {500, 1e-5}};
   for (const auto& [step, lr] : table) {
     // Literals with 12 significant digits: relative 1e-11.
     EXPECT_NEAR(s.lr_at(step, total), lr, lr * 1e-11 + kTol) << "step " << step;

@@ -1,8 +1,8 @@
 // Optimizer state through a safetensors checkpoint: a resumed run continues bit for bit; malformed state errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/safetensors.h"

@@ -96,8 +96,8 @@ TEST(TrainStep, AccumulatedHalfBatchesMatchTheFullBatch) {
   scale_grads(accum.params, 0.5);  // 1 / accum_steps
   for (size_t i = 0; i < full.params.size(); ++i) {
     // Different summation order over the batch (two partial means): float rounding of values ~0.1.
-    EXPECT_TRUE(test::all_close(full.params[i].param.grad(), accum.params[i].param.grad(), 1e-7, 1e-6,
-                                full.params[i].name));
+    EXPECT_TRUE(
+        test::all_close(full.params[i].param.grad(), accum.params[i].param.grad(), 1e-7, 1e-6, full.params[i].name));
   }
 }
 
