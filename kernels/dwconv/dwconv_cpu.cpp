@@ -37,19 +37,38 @@ void parallel_rows(int64_t rows, double macs, F&& body) {
   for (int64_t k = 0; k < chunks; ++k) body(rows * k / chunks, rows * (k + 1) / chunks);
 }
 
+// Scratch of one task: the packed-row ring of dwconv_cpu_impl.h.
+class RingStorage {
+ public:
+  RingStorage(int slots, const RowLayout& lay)
+      : rows_(size_t(ring_floats(slots, lay))), keys_(size_t(slots)), taps_(size_t(slots)) {
+    ring_.rows = rows_.data(), ring_.keys = keys_.data(), ring_.row_of_tap = taps_.data(), ring_.slots = slots;
+  }
+  RowRing ring() const { return ring_; }
+
+ private:
+  std::vector<float> rows_;
+  std::vector<int64_t> keys_;
+  std::vector<const float*> taps_;
+  RowRing ring_;
+};
+
 void correlate_rows(Isa isa, const CorrPlan& pl, int64_t b, int64_t e) {
+  const RingStorage storage(std::max(pl.fh, 1), row_layout(pl.sw, pl.pw, pl.out_w, pl.fw));
   switch (isa) {
-    case Isa::avx512: return avx512::correlate_rows(pl, b, e);
-    case Isa::avx2: return avx2::correlate_rows(pl, b, e);
-    case Isa::generic: return generic::correlate_rows(pl, b, e);
+    case Isa::avx512: return avx512::correlate_rows(pl, storage.ring(), b, e);
+    case Isa::avx2: return avx2::correlate_rows(pl, storage.ring(), b, e);
+    case Isa::generic: return generic::correlate_rows(pl, storage.ring(), b, e);
   }
 }
 
 void bfc_rows(Isa isa, const BfcPlan& pl, float* dw, int64_t b, int64_t e, int c_begin, int c_end) {
+  const DwconvParams& p = pl.p;
+  const RingStorage storage(p.fh, row_layout(p.stride_w, p.pad_left, p.ow(), p.fw));
   switch (isa) {
-    case Isa::avx512: return avx512::bfc_rows(pl, dw, b, e, c_begin, c_end);
-    case Isa::avx2: return avx2::bfc_rows(pl, dw, b, e, c_begin, c_end);
-    case Isa::generic: return generic::bfc_rows(pl, dw, b, e, c_begin, c_end);
+    case Isa::avx512: return avx512::bfc_rows(pl, storage.ring(), dw, b, e, c_begin, c_end);
+    case Isa::avx2: return avx2::bfc_rows(pl, storage.ring(), dw, b, e, c_begin, c_end);
+    case Isa::generic: return generic::bfc_rows(pl, storage.ring(), dw, b, e, c_begin, c_end);
   }
 }
 

@@ -40,6 +40,27 @@ struct CorrPlan {
   int n = 0, c = 0;
 };
 
+// Input rows reach the row kernels as zero-padded copies of one channel block, stored phase-major: padded column
+// u (input column u - lead) sits at float offset ((u % s) * q + u / s) * L for block width L. Then the outputs of
+// one tap (forward) or the filter columns of one phase (backward-filter) are L floats apart for any stride s.
+struct RowLayout {
+  int s = 1, lead = 0, width = 0, q = 0;  // stride, left padding, padded columns read, columns per phase
+};
+inline RowLayout row_layout(int s, int lead, int out_w, int fw) {
+  RowLayout l;
+  l.s = s, l.lead = lead, l.width = (out_w - 1) * s + fw, l.q = (l.width + s - 1) / s;
+  return l;
+}
+// A ring of `slots` packed rows (one per filter row) with the (image, row) key each holds, and one row pointer
+// per filter row; the caller allocates ring_floats() floats and `slots` keys and pointers per thread.
+struct RowRing {
+  float* rows = nullptr;
+  int64_t* keys = nullptr;
+  const float** row_of_tap = nullptr;
+  int slots = 0;
+};
+inline int64_t ring_floats(int slots, const RowLayout& l) { return int64_t(slots) * l.s * l.q * 16; }
+
 // Backward-filter work: dw[i, j, c] += sum over output rows [row_begin, row_end) of the flattened (n, oh) axis
 // and all ow of x[n, oh*sH + i - pT, ow*sW + j - pL, c] * dy[n, oh, ow, c], for channels [c_begin, c_end).
 // dw is (fh, fw, C) and is accumulated into, not overwritten.
@@ -51,8 +72,9 @@ struct BfcPlan {
 
 #define CNN_DWCONV_CPU_DECLARE_ISA(ns)                                                                      \
   namespace ns {                                                                                            \
-  void correlate_rows(const CorrPlan& plan, int64_t row_begin, int64_t row_end);                           \
-  void bfc_rows(const BfcPlan& plan, float* dw, int64_t row_begin, int64_t row_end, int c_begin, int c_end); \
+  void correlate_rows(const CorrPlan& plan, RowRing ring, int64_t row_begin, int64_t row_end);             \
+  void bfc_rows(const BfcPlan& plan, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c_begin, \
+                int c_end);                                                                                 \
   }
 CNN_DWCONV_CPU_DECLARE_ISA(generic)
 CNN_DWCONV_CPU_DECLARE_ISA(avx2)

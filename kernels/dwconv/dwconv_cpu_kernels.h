@@ -6,7 +6,6 @@
 #error "define CNN_DWCONV_CPU_NS before including dwconv_cpu_kernels.h"
 #endif
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -31,7 +30,7 @@ CNN_DWCONV_INLINE V load(const float* p) {
   }
 }
 template <class V>
-CNN_DWCONV_INLINE void store(float* p, V v) {
+CNN_DWCONV_INLINE void store(float* p, const V& v) {
   if constexpr (std::is_same_v<V, float>) {
     *p = v;
   } else {
@@ -39,183 +38,224 @@ CNN_DWCONV_INLINE void store(float* p, V v) {
   }
 }
 
-inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-inline int ceil_div(int a, int b) { return -floor_div(-a, b); }
-inline int clamp_int(int v, int lo, int hi) { return std::min(std::max(v, lo), hi); }
+CNN_DWCONV_INLINE int min_int(int a, int b) { return a < b ? a : b; }
+CNN_DWCONV_INLINE int max_int(int a, int b) { return a > b ? a : b; }
+CNN_DWCONV_INLINE int clamp_int(int v, int lo, int hi) { return min_int(max_int(v, lo), hi); }
+
+// ---- packed input rows ----------------------------------------------------------------------------------------
+
+// Copies channels [0, L) of input row `src` (column pitch cs, in_w columns) into the padded phase-major layout.
+template <int L>
+void pack_row(const float* src, int64_t cs, int in_w, const RowLayout& lay, float* dst) {
+  for (int ph = 0; ph < lay.s; ++ph) {
+    float* d = dst + int64_t(ph) * lay.q * L;
+    for (int u = ph; u < lay.width; u += lay.s, d += L) {
+      const int col = u - lay.lead;
+      if (col >= 0 && col < in_w) {
+        const float* sp = src + int64_t(col) * cs;
+        for (int l = 0; l < L; ++l) d[l] = sp[l];
+      } else {
+        for (int l = 0; l < L; ++l) d[l] = 0.0f;
+      }
+    }
+  }
+}
+
+// Returns the packed copy of row `ih` of image `n` (channel block at `src_img`), packing it into its ring slot
+// unless the slot already holds it. The rows of one output row are consecutive, so they never share a slot.
+template <int L>
+const float* ring_row(RowRing& ring, const RowLayout& lay, const float* src_img, int64_t cs, int in_w, int in_h,
+                      int n, int ih) {
+  const int64_t key = int64_t(n) * in_h + ih;
+  const int slot = int(key % ring.slots);
+  float* dst = ring.rows + int64_t(slot) * lay.s * lay.q * L;
+  if (ring.keys[slot] != key) {
+    pack_row<L>(src_img + int64_t(ih) * in_w * cs, cs, in_w, lay, dst);
+    ring.keys[slot] = key;
+  }
+  return dst;
+}
+
+CNN_DWCONV_INLINE void reset(RowRing& ring) {
+  for (int k = 0; k < ring.slots; ++k) ring.keys[k] = -1;
+}
 
 // ---- correlation (forward, backward-data) ---------------------------------------------------------------------
 
-// One tile: TW consecutive outputs (q0..q0+TW-1) of output row r x NV*lanes channels, accumulators in registers.
-// Per valid filter row, taps [ja, jb) are in range for every output of the tile (the fast loop streams the input
-// row with no checks); the few taps outside that common range are done per output with their own ranges.
+// One tile: TW consecutive outputs q0.. of one output row x one channel block of L = NV*lanes channels, the
+// accumulators in registers. rows[i] is filter row i's packed input row (valid for i in [i_lo, i_hi)); f is the
+// block's packed filter (fh, fw, L). Within a phase the taps step one packed column, so every load below has a
+// compile-time offset from two running pointers and there are no bounds checks.
 template <class V, int NV, int TW>
-CNN_DWCONV_INLINE void corr_tile(const CorrPlan& pl, const float* in_img, const float* f, int r, int q0, int i_lo,
-                                 int i_hi, float* out) {
-  constexpr int kL = kLanes<V>;
-  constexpr int64_t fcs = NV * kL;         // column pitch of the packed filter block
-  const int64_t cs = pl.c;                // column pitch of in
-  const int64_t xs = int64_t(pl.sw) * cs;  // input step between neighbouring outputs
+CNN_DWCONV_INLINE void corr_tile(const float* const* rows, int i_lo, int i_hi, const float* f, int fw,
+                                 const RowLayout& lay, int q0, const float* bias, float* out, int64_t out_col) {
+  constexpr int kL = kLanes<V>, L = NV * kL;
   V acc[TW][NV];
   for (int v = 0; v < NV; ++v) {
-    const V b = pl.bias ? load<V>(pl.bias + v * kL) : V{};
-#pragma GCC unroll 16
+    const V b = bias ? load<V>(bias + v * kL) : V{};
+#pragma GCC unroll 32
     for (int t = 0; t < TW; ++t) acc[t][v] = b;
   }
-  const int col0 = q0 * pl.sw - pl.pw;  // input column of tap 0 for output q0
-  const int ja = clamp_int(-col0, 0, pl.fw);
-  const int jb = std::max(ja, clamp_int(pl.in_w - col0 - (TW - 1) * pl.sw, 0, pl.fw));
+  const int phases = min_int(lay.s, fw);
   for (int i = i_lo; i < i_hi; ++i) {
-    const float* in_row = in_img + int64_t(r * pl.sh + i - pl.ph) * pl.in_w * cs;
-    const float* f_row = f + int64_t(i) * pl.fw * fcs;
-    const float* xp = in_row + int64_t(col0 + ja) * cs;
-    const float* wp = f_row + int64_t(ja) * fcs;
-    for (int j = ja; j < jb; ++j, xp += cs, wp += fcs) {
-      V wv[NV];
-      for (int v = 0; v < NV; ++v) wv[v] = load<V>(wp + v * kL);
-#pragma GCC unroll 16
-      for (int t = 0; t < TW; ++t)
-        for (int v = 0; v < NV; ++v) acc[t][v] += load<V>(xp + t * xs + v * kL) * wv[v];
-    }
-    if (ja == 0 && jb == pl.fw) continue;
-#pragma GCC unroll 16
-    for (int t = 0; t < TW; ++t) {
-      const int col = col0 + t * pl.sw;
-      const int lo = clamp_int(-col, 0, pl.fw), hi = clamp_int(pl.in_w - col, 0, pl.fw);
-      auto taps = [&](int j0, int j1) {
-        for (int j = j0; j < j1; ++j)
-          for (int v = 0; v < NV; ++v)
-            acc[t][v] += load<V>(in_row + int64_t(col + j) * cs + v * kL) * load<V>(f_row + j * fcs + v * kL);
-      };
-      taps(lo, std::min(ja, hi));
-      taps(std::max(jb, lo), hi);
+    for (int ph = 0; ph < phases; ++ph) {
+      const float* xp = rows[i] + (int64_t(ph) * lay.q + q0) * L;
+      const float* wp = f + (int64_t(i) * fw + ph) * L;
+      for (int j = ph; j < fw; j += lay.s, xp += L, wp += int64_t(lay.s) * L) {
+        V wv[NV];
+        for (int v = 0; v < NV; ++v) wv[v] = load<V>(wp + v * kL);
+#pragma GCC unroll 32
+        for (int t = 0; t < TW; ++t)
+          for (int v = 0; v < NV; ++v) acc[t][v] += load<V>(xp + t * L + v * kL) * wv[v];
+      }
     }
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 32
   for (int t = 0; t < TW; ++t)
-    for (int v = 0; v < NV; ++v) store<V>(out + t * pl.out_col + v * kL, acc[t][v]);
+    for (int v = 0; v < NV; ++v) store<V>(out + t * out_col + v * kL, acc[t][v]);
 }
 
 // Picks the tile instance for a ragged last tile of `rem` < TW outputs.
-template <class V, int NV, int TW>
-CNN_DWCONV_INLINE void corr_tail(int rem, const CorrPlan& pl, const float* in_img, const float* f, int r, int q0,
-                                 int i_lo, int i_hi, float* out) {
+template <class V, int NV, int TW, class... Args>
+CNN_DWCONV_INLINE void corr_tail(int rem, Args... args) {
   if constexpr (TW >= 1) {
-    if (rem == TW) return corr_tile<V, NV, TW>(pl, in_img, f, r, q0, i_lo, i_hi, out);
-    corr_tail<V, NV, TW - 1>(rem, pl, in_img, f, r, q0, i_lo, i_hi, out);
+    if (rem == TW) return corr_tile<V, NV, TW>(args...);
+    corr_tail<V, NV, TW - 1>(rem, args...);
   }
 }
 
-// All outputs of row r for one channel block starting at c0.
+// Rows [row_begin, row_end) of the flattened (n, r) output axis for the channel block at c0.
 template <class V, int NV, int TW>
-void corr_row_block(const CorrPlan& pl, const float* in_img, int r, int i_lo, int i_hi, int c0, float* out_row) {
-  CorrPlan blk = pl;
-  if (blk.bias) blk.bias += c0;
-  const float* in_c = in_img + c0;
-  const float* f_c = pl.f + int64_t(c0) * pl.fh * pl.fw;
-  int q0 = 0;
-  for (; q0 + TW <= pl.out_w; q0 += TW)
-    corr_tile<V, NV, TW>(blk, in_c, f_c, r, q0, i_lo, i_hi, out_row + q0 * pl.out_col + c0);
-  if (q0 < pl.out_w)
-    corr_tail<V, NV, TW - 1>(pl.out_w - q0, blk, in_c, f_c, r, q0, i_lo, i_hi, out_row + q0 * pl.out_col + c0);
-}
-
-void correlate_rows(const CorrPlan& pl, int64_t row_begin, int64_t row_end) {
+void corr_block_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_t row_end, int c0) {
+  constexpr int L = NV * kLanes<V>;
+  const RowLayout lay = row_layout(pl.sw, pl.pw, pl.out_w, pl.fw);
+  const float* f = pl.f + int64_t(c0) * pl.fh * pl.fw;
+  const float* bias = pl.bias ? pl.bias + c0 : nullptr;
+  const float** rows = ring.row_of_tap;
+  reset(ring);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / pl.out_h), r = int(row % pl.out_h);
     const int base = r * pl.sh - pl.ph;  // input row of filter row 0
-    const int i_lo = clamp_int(-base, 0, pl.fh), i_hi = std::max(i_lo, clamp_int(pl.in_h - base, 0, pl.fh));
-    const float* in_img = pl.in + int64_t(n) * pl.in_h * pl.in_w * pl.c;
-    float* out_row = pl.out + n * pl.out_img + r * pl.out_row;
-    int c0 = 0;
-    for (; c0 + 16 <= pl.c; c0 += 16) corr_row_block<Block16, kNv16, kTile16>(pl, in_img, r, i_lo, i_hi, c0, out_row);
-    for (; c0 + 8 <= pl.c; c0 += 8) corr_row_block<V8, 1, kTile8>(pl, in_img, r, i_lo, i_hi, c0, out_row);
-    for (; c0 < pl.c; ++c0) corr_row_block<float, 1, kTile1>(pl, in_img, r, i_lo, i_hi, c0, out_row);
+    const int i_lo = clamp_int(-base, 0, pl.fh), i_hi = max_int(i_lo, clamp_int(pl.in_h - base, 0, pl.fh));
+    const float* src_img = pl.in + int64_t(n) * pl.in_h * pl.in_w * pl.c + c0;
+    for (int i = i_lo; i < i_hi; ++i) rows[i] = ring_row<L>(ring, lay, src_img, pl.c, pl.in_w, pl.in_h, n, base + i);
+    float* out = pl.out + n * pl.out_img + r * pl.out_row + c0;
+    int q0 = 0;
+    for (; q0 + TW <= pl.out_w; q0 += TW)
+      corr_tile<V, NV, TW>(rows, i_lo, i_hi, f, pl.fw, lay, q0, bias, out + q0 * pl.out_col, pl.out_col);
+    if (q0 < pl.out_w)
+      corr_tail<V, NV, TW - 1>(pl.out_w - q0, static_cast<const float* const*>(rows), i_lo, i_hi, f, pl.fw, lay,
+                               q0, bias, out + q0 * pl.out_col, pl.out_col);
+  }
+}
+
+void correlate_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_t row_end) {
+  for (int c0 = 0, l = 0; c0 < pl.c; c0 += l) {
+    l = channel_block(c0, pl.c);
+    if (l == 16)
+      corr_block_rows<Block16, kNv16, kTile16>(pl, ring, row_begin, row_end, c0);
+    else if (l == 8)
+      corr_block_rows<V8, 1, kTile8>(pl, ring, row_begin, row_end, c0);
+    else
+      corr_block_rows<float, 1, kTile1>(pl, ring, row_begin, row_end, c0);
   }
 }
 
 // ---- backward-filter ------------------------------------------------------------------------------------------
 
-// One tile: TJ consecutive filter columns j0.. of filter row i x NV*lanes channels, accumulated over one output
-// row. The roles of the forward tile swap: dy is the shared operand and x slides. Output columns [oa, ob) are in
-// range for every column of the tile; the rest are done per column with their own ranges.
-template <class V, int NV, int TJ>
-CNN_DWCONV_INLINE void bfc_tile(const DwconvParams& p, const float* x_row, const float* dy_row, float* dw_row,
-                                int j0) {
-  constexpr int kL = kLanes<V>;
-  const int64_t cs = p.c;
-  const int64_t xs = int64_t(p.stride_w) * cs;
-  const int ow_n = p.ow();
-  V acc[TJ][NV];
-#pragma GCC unroll 16
+// One tile: TJ filter columns j = ph + s*(m0 + t) of one phase of filter row i x one channel block, accumulated
+// over one output row. The roles of the forward tile swap: dy is the shared operand and the packed x row slides.
+// KS interleaved streams over ow keep enough independent accumulators (FMA latency x 2 pipes) when TJ is below
+// the full tile width TT, within the same register budget.
+template <class V, int NV, int TJ, int TT>
+CNN_DWCONV_INLINE void bfc_tile(const float* xp, const float* dy_row, int64_t dy_col, int ow_n, float* dwp,
+                                int64_t dw_step) {
+  constexpr int kL = kLanes<V>, L = NV * kL;
+  constexpr int KS = TT / TJ >= 4 ? 4 : TT / TJ >= 2 ? TT / TJ : 1;
+  V acc[KS][TJ][NV];
+#pragma GCC unroll 32
   for (int t = 0; t < TJ; ++t)
-    for (int v = 0; v < NV; ++v) acc[t][v] = load<V>(dw_row + (j0 + t) * cs + v * kL);
-  // Input column of (ow, t) is ow*sW + j0 + t - pL; it must lie in [0, IW).
-  const int oa = clamp_int(ceil_div(p.pad_left - j0, p.stride_w), 0, ow_n);
-  const int ob = std::max(oa, clamp_int(floor_div(p.iw - j0 - TJ + p.pad_left, p.stride_w) + 1, 0, ow_n));
-  const float* xp = x_row + (int64_t(oa) * p.stride_w + j0 - p.pad_left) * cs;
-  const float* dp = dy_row + int64_t(oa) * cs;
-  for (int ow = oa; ow < ob; ++ow, xp += xs, dp += cs) {
-    V d[NV];
-    for (int v = 0; v < NV; ++v) d[v] = load<V>(dp + v * kL);
-#pragma GCC unroll 16
-    for (int t = 0; t < TJ; ++t)
-      for (int v = 0; v < NV; ++v) acc[t][v] += load<V>(xp + t * cs + v * kL) * d[v];
-  }
-  if (oa > 0 || ob < ow_n) {
-#pragma GCC unroll 16
-    for (int t = 0; t < TJ; ++t) {
-      const int j = j0 + t;
-      const int lo = clamp_int(ceil_div(p.pad_left - j, p.stride_w), 0, ow_n);
-      const int hi = clamp_int(floor_div(p.iw - 1 - j + p.pad_left, p.stride_w) + 1, 0, ow_n);
-      auto cols = [&](int o0, int o1) {
-        for (int ow = o0; ow < o1; ++ow)
-          for (int v = 0; v < NV; ++v)
-            acc[t][v] += load<V>(x_row + (int64_t(ow) * p.stride_w + j - p.pad_left) * cs + v * kL) *
-                         load<V>(dy_row + int64_t(ow) * cs + v * kL);
-      };
-      cols(lo, std::min(oa, hi));
-      cols(std::max(ob, lo), hi);
+    for (int v = 0; v < NV; ++v) {
+      acc[0][t][v] = load<V>(dwp + t * dw_step + v * kL);
+      for (int k = 1; k < KS; ++k) acc[k][t][v] = V{};
+    }
+  int ow = 0;
+  for (; ow + KS <= ow_n; ow += KS, xp += KS * L, dy_row += KS * dy_col) {
+#pragma GCC unroll 4
+    for (int k = 0; k < KS; ++k) {
+      V d[NV];
+      for (int v = 0; v < NV; ++v) d[v] = load<V>(dy_row + k * dy_col + v * kL);
+#pragma GCC unroll 32
+      for (int t = 0; t < TJ; ++t)
+        for (int v = 0; v < NV; ++v) acc[k][t][v] += load<V>(xp + (k + t) * L + v * kL) * d[v];
     }
   }
-#pragma GCC unroll 16
+  for (; ow < ow_n; ++ow, xp += L, dy_row += dy_col) {
+    V d[NV];
+    for (int v = 0; v < NV; ++v) d[v] = load<V>(dy_row + v * kL);
+#pragma GCC unroll 32
+    for (int t = 0; t < TJ; ++t)
+      for (int v = 0; v < NV; ++v) acc[0][t][v] += load<V>(xp + t * L + v * kL) * d[v];
+  }
+#pragma GCC unroll 32
   for (int t = 0; t < TJ; ++t)
-    for (int v = 0; v < NV; ++v) store<V>(dw_row + (j0 + t) * cs + v * kL, acc[t][v]);
+    for (int v = 0; v < NV; ++v) {
+      for (int k = 1; k < KS; ++k) acc[0][t][v] += acc[k][t][v];
+      store<V>(dwp + t * dw_step + v * kL, acc[0][t][v]);
+    }
 }
 
-template <class V, int NV, int TJ>
-CNN_DWCONV_INLINE void bfc_tail(int rem, const DwconvParams& p, const float* x_row, const float* dy_row,
-                                float* dw_row, int j0) {
+template <class V, int NV, int TJ, int TT, class... Args>
+CNN_DWCONV_INLINE void bfc_tail(int rem, Args... args) {
   if constexpr (TJ >= 1) {
-    if (rem == TJ) return bfc_tile<V, NV, TJ>(p, x_row, dy_row, dw_row, j0);
-    bfc_tail<V, NV, TJ - 1>(rem, p, x_row, dy_row, dw_row, j0);
+    if (rem == TJ) return bfc_tile<V, NV, TJ, TT>(args...);
+    bfc_tail<V, NV, TJ - 1, TT>(rem, args...);
   }
 }
 
-// Filter row i of one channel block (x_row, dy_row, dw_row already offset to channel c0).
+// Rows [row_begin, row_end) of the flattened (n, oh) axis for the channel block at c0, added into dw.
 template <class V, int NV, int TJ>
-void bfc_row_block(const DwconvParams& p, const float* x_row, const float* dy_row, float* dw_row) {
-  int j0 = 0;
-  for (; j0 + TJ <= p.fw; j0 += TJ) bfc_tile<V, NV, TJ>(p, x_row, dy_row, dw_row, j0);
-  if (j0 < p.fw) bfc_tail<V, NV, TJ - 1>(p.fw - j0, p, x_row, dy_row, dw_row, j0);
-}
-
-void bfc_rows(const BfcPlan& pl, float* dw, int64_t row_begin, int64_t row_end, int c_begin, int c_end) {
+void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c0) {
+  constexpr int L = NV * kLanes<V>;
   const DwconvParams& p = pl.p;
-  const int oh_n = p.oh(), ow_n = p.ow();
+  const int oh_n = p.oh(), ow_n = p.ow(), s = p.stride_w;
+  const RowLayout lay = row_layout(s, p.pad_left, ow_n, p.fw);
+  const float* x_c = pl.x + c0;
+  reset(ring);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / oh_n), oh = int(row % oh_n);
     const int base = oh * p.stride_h - p.pad_top;
-    const int i_lo = clamp_int(-base, 0, p.fh), i_hi = std::max(i_lo, clamp_int(p.ih - base, 0, p.fh));
-    const float* dy_row = pl.dy + (int64_t(n) * oh_n + oh) * ow_n * p.c;
+    const int i_lo = clamp_int(-base, 0, p.fh), i_hi = max_int(i_lo, clamp_int(p.ih - base, 0, p.fh));
+    const float* dy_row = pl.dy + (int64_t(n) * oh_n + oh) * ow_n * p.c + c0;
+    const float* src_img = x_c + int64_t(n) * p.ih * p.iw * p.c;
     for (int i = i_lo; i < i_hi; ++i) {
-      const float* x_row = pl.x + (int64_t(n) * p.ih + base + i) * p.iw * p.c;
-      float* dw_row = dw + int64_t(i) * p.fw * p.c;
-      int c0 = c_begin;
-      for (; c0 + 16 <= c_end; c0 += 16)
-        bfc_row_block<Block16, kNv16, kTile16>(p, x_row + c0, dy_row + c0, dw_row + c0);
-      for (; c0 + 8 <= c_end; c0 += 8) bfc_row_block<V8, 1, kTile8>(p, x_row + c0, dy_row + c0, dw_row + c0);
-      for (; c0 < c_end; ++c0) bfc_row_block<float, 1, kTile1>(p, x_row + c0, dy_row + c0, dw_row + c0);
+      const float* xr = ring_row<L>(ring, lay, src_img, p.c, p.iw, p.ih, n, base + i);
+      for (int ph = 0; ph < min_int(s, p.fw); ++ph) {
+        const int cols = (p.fw - ph + s - 1) / s;  // filter columns ph, ph + s, ...
+        float* dw_ph = dw + (int64_t(i) * p.fw + ph) * p.c + c0;
+        const int64_t dw_step = int64_t(s) * p.c;
+        const float* x_ph = xr + int64_t(ph) * lay.q * L;
+        int m0 = 0;
+        for (; m0 + TJ <= cols; m0 += TJ)
+          bfc_tile<V, NV, TJ, TJ>(x_ph + m0 * L, dy_row, p.c, ow_n, dw_ph + m0 * dw_step, dw_step);
+        if (m0 < cols)
+          bfc_tail<V, NV, TJ - 1, TJ>(cols - m0, x_ph + m0 * L, dy_row, int64_t(p.c), ow_n, dw_ph + m0 * dw_step,
+                                  dw_step);
+      }
     }
+  }
+}
+
+void bfc_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c_begin,
+              int c_end) {
+  for (int c0 = c_begin, l = 0; c0 < c_end; c0 += l) {
+    l = channel_block(c0, pl.p.c);
+    if (l == 16)
+      bfc_block_rows<Block16, kNv16, kTile16>(pl, ring, dw, row_begin, row_end, c0);
+    else if (l == 8)
+      bfc_block_rows<V8, 1, kTile8>(pl, ring, dw, row_begin, row_end, c0);
+    else
+      bfc_block_rows<float, 1, kTile1>(pl, ring, dw, row_begin, row_end, c0);
   }
 }
 
