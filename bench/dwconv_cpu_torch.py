@@ -20,16 +20,18 @@ def parse_shape(text):
     return n, h, w, c, fh, fw, s
 
 
-def median_ms(reps, fn):
-    times = []
+def median_ms(reps, threads, fn):
+    """Median wall-clock ms and median process CPU ms per thread (as apps/dwconv-cpu-bench reports them)."""
+    wall, cpu = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3 / threads)
+    return statistics.median(wall), statistics.median(cpu)
 
 
-def run_shape(shape, reps):
+def run_shape(shape, reps, threads):
     n, h, w, c, fh, fw, s = shape
     torch.manual_seed(0)
     # (F-1)//2 before, the rest after, as the C++ benchmark; symmetric cases use conv2d's own padding.
@@ -58,8 +60,7 @@ def run_shape(shape, reps):
         conv(x).backward(gy)
 
     fwdbwd()  # warm-up
-    fwd_ms = median_ms(reps, fwd)
-    return fwd_ms, median_ms(reps, fwdbwd)
+    return median_ms(reps, threads, fwd), median_ms(reps, threads, fwdbwd)
 
 
 def main():
@@ -73,22 +74,23 @@ def main():
     torch.set_num_threads(args.threads)
     rows = []
     print(f"PyTorch {torch.__version__} CPU depthwise conv FP32 channels_last, {args.threads} threads")
-    print(f"{'shape':<26} {'fwd ms':>9} {'GF/s':>8} {'fwd+bwd ms':>11} {'GF/s':>8}")
+    print(f"{'shape':<26} {'fwd ms':>9} {'GF/s':>8} {'fwd+bwd ms':>11} {'GF/s':>8} {'cpu fwd':>9}")
     for text in args.shapes:
         shape = parse_shape(text)
         n, h, w, c, fh, fw, s = shape
         oh = (h + fh - 1 - fh) // s + 1
         ow = (w + fw - 1 - fw) // s + 1
         gflop = 2.0 * n * oh * ow * c * fh * fw * 1e-9
-        fwd_ms, fb_ms = run_shape(shape, args.reps)
+        (fwd_ms, fwd_cpu), (fb_ms, fb_cpu) = run_shape(shape, args.reps, args.threads)
         label = f"{n}x{h}x{w}x{c} F{fh}x{fw} s{s}"
-        print(f"{label:<26} {fwd_ms:9.2f} {gflop / fwd_ms * 1e3:8.1f} {fb_ms:11.2f} {3 * gflop / fb_ms * 1e3:8.1f}",
-              flush=True)
+        print(f"{label:<26} {fwd_ms:9.2f} {gflop / fwd_ms * 1e3:8.1f} {fb_ms:11.2f} {3 * gflop / fb_ms * 1e3:8.1f}"
+              f" {fwd_cpu:9.2f}", flush=True)
         rows.append(f"{n},{h},{w},{c},{fh},{fw},{s},{args.threads},{fwd_ms},{gflop / fwd_ms * 1e3},"
-                    f"{fb_ms},{3 * gflop / fb_ms * 1e3}")
+                    f"{fb_ms},{3 * gflop / fb_ms * 1e3},{fwd_cpu},{fb_cpu}")
     if args.csv:
         with open(args.csv, "w") as f:
-            f.write("n,h,w,c,fh,fw,stride,threads,fwd_ms,fwd_gflops,fwdbwd_ms,fwdbwd_gflops\n")
+            f.write("n,h,w,c,fh,fw,stride,threads,fwd_ms,fwd_gflops,fwdbwd_ms,fwdbwd_gflops,fwd_cpu_ms,"
+                    "fwdbwd_cpu_ms\n")
             f.write("\n".join(rows) + "\n")
 
 

@@ -32,20 +32,27 @@ cmake --build "$root/build" -j "$(nproc)" --target dwconv-cpu-bench >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=$threads
-"$bench" --threads "$threads" --reps "$reps" --shapes "${shapes[@]}" --csv "$tmp/ours.csv"
-echo
-"$py" "$root/bench/dwconv_cpu_torch.py" --threads "$threads" --reps "$reps" --shapes "${shapes[@]}" --csv "$tmp/torch.csv"
-echo
+# Shape by shape, ours then PyTorch, so that both see the same machine state on a shared host.
+for k in "${!shapes[@]}"; do
+  "$bench" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" --csv "$tmp/ours.$k.csv"
+  "$py" "$root/bench/dwconv_cpu_torch.py" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" \
+    --csv "$tmp/torch.$k.csv"
+  echo
+done
+for side in ours torch; do
+  head -1 "$tmp/$side.0.csv" >"$tmp/$side.csv"
+  for k in "${!shapes[@]}"; do tail -n +2 "$tmp/$side.$k.csv" >>"$tmp/$side.csv"; done
+done
 "$py" - "$tmp/ours.csv" "$tmp/torch.csv" <<'PY'
 import csv, sys
 ours = list(csv.DictReader(open(sys.argv[1])))
 torch = list(csv.DictReader(open(sys.argv[2])))
-print(f"{'shape':<24} {'torch fwd GF/s':>14} {'ours fwd GF/s':>13} {'fwd x':>6}   "
-      f"{'torch f+b ms':>12} {'ours f+b ms':>11} {'f+b x':>6}")
+print("wall = median wall-clock; cpu = median process CPU time / threads (less sensitive to other jobs on the host)")
+print(f"{'shape':<22} {'torch fwd':>9} {'ours fwd':>9} {'fwd x':>6} {'cpu x':>6}   "
+      f"{'torch f+b':>10} {'ours f+b':>9} {'f+b x':>6} {'cpu x':>6}   (ms)")
 for o, t in zip(ours, torch):
     label = f"{o['n']}x{o['h']}x{o['w']}x{o['c']} F{o['fh']}x{o['fw']} s{o['stride']}"
-    fx = float(t['fwd_ms']) / float(o['fwd_ms'])
-    bx = float(t['fwdbwd_ms']) / float(o['fwdbwd_ms'])
-    print(f"{label:<24} {float(t['fwd_gflops']):14.1f} {float(o['fwd_gflops']):13.1f} {fx:6.2f}   "
-          f"{float(t['fwdbwd_ms']):12.1f} {float(o['fwdbwd_ms']):11.1f} {bx:6.2f}")
+    r = lambda key: float(t[key]) / float(o[key])
+    print(f"{label:<22} {float(t['fwd_ms']):9.1f} {float(o['fwd_ms']):9.1f} {r('fwd_ms'):6.2f} {r('fwd_cpu_ms'):6.2f}   "
+          f"{float(t['fwdbwd_ms']):10.1f} {float(o['fwdbwd_ms']):9.1f} {r('fwdbwd_ms'):6.2f} {r('fwdbwd_cpu_ms'):6.2f}")
 PY

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -47,16 +48,34 @@ DwconvParams parse_shape(const std::string& text) {
   return p;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+// Median wall-clock time, and median process CPU time per thread: on a shared, oversubscribed host the second
+// stays close to the unloaded wall time while the first grows with the other jobs' share of the cores.
+struct Timing {
+  double wall_ms, cpu_ms;
+};
+
 template <class F>
-double median_ms(int reps, F&& f) {
-  std::vector<double> ms;
+Timing time_median(int reps, int threads, F&& f) {
+  std::vector<double> wall, cpu;
   for (int r = 0; r < reps; ++r) {
+    const double c0 = process_cpu_ms();
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back((process_cpu_ms() - c0) / threads);
   }
-  std::sort(ms.begin(), ms.end());
-  return ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return {median(wall), median(cpu)};
 }
 
 std::vector<float> random_vector(int64_t n, uint64_t seed) {
@@ -69,10 +88,10 @@ std::vector<float> random_vector(int64_t n, uint64_t seed) {
 
 struct Result {
   DwconvParams p;
-  double fwd_ms, bdc_ms, bfc_ms, fwdbwd_ms;
+  Timing fwd, bdc, bfc, fwdbwd;
 };
 
-Result run_shape(const DwconvParams& p, int reps) {
+Result run_shape(const DwconvParams& p, int reps, int threads) {
   using namespace cnn::dwconv;
   const auto x = random_vector(p.x_elems(), 1), w = random_vector(p.w_elems(), 2), b = random_vector(p.c, 3);
   const auto dy = random_vector(p.y_elems(), 4);
@@ -86,11 +105,11 @@ Result run_shape(const DwconvParams& p, int reps) {
     bfc();
   };
   fwdbwd();  // warm-up: page faults, thread pool start
-  Result r{p, 0, 0, 0, 0};
-  r.fwd_ms = median_ms(reps, fwd);
-  r.bdc_ms = median_ms(reps, bdc);
-  r.bfc_ms = median_ms(reps, bfc);
-  r.fwdbwd_ms = median_ms(reps, fwdbwd);
+  Result r{p, {}, {}, {}, {}};
+  r.fwd = time_median(reps, threads, fwd);
+  r.bdc = time_median(reps, threads, bdc);
+  r.bfc = time_median(reps, threads, bfc);
+  r.fwdbwd = time_median(reps, threads, fwdbwd);
   return r;
 }
 
@@ -101,23 +120,27 @@ std::string shape_label(const DwconvParams& p) {
 void print_results(const std::vector<Result>& results, int threads) {
   std::printf("dwconv CPU FP32 (NHWC, %s), %d threads, GFLOP/s = 2*N*OH*OW*C*FH*FW per op\n",
               cnn::dwconv::cpu::isa_name(cnn::dwconv::cpu::best_isa()), threads);
-  std::printf("%-26s %9s %8s %9s %8s %9s %8s %11s %8s\n", "shape", "fwd ms", "GF/s", "bdc ms", "GF/s", "bfc ms",
-              "GF/s", "fwd+bwd ms", "GF/s");
+  std::printf("wall-clock medians; 'cpu' = median process CPU time / threads (robust to other jobs on the host)\n");
+  std::printf("%-26s %9s %8s %9s %9s %11s %8s %9s\n", "shape", "fwd ms", "GF/s", "bdc ms", "bfc ms", "fwd+bwd ms",
+              "GF/s", "cpu fwd");
   for (const Result& r : results) {
     const double g = r.p.flops() * 1e-6;
-    std::printf("%-26s %9.2f %8.1f %9.2f %8.1f %9.2f %8.1f %11.2f %8.1f\n", shape_label(r.p).c_str(), r.fwd_ms,
-                g / r.fwd_ms, r.bdc_ms, g / r.bdc_ms, r.bfc_ms, g / r.bfc_ms, r.fwdbwd_ms, 3 * g / r.fwdbwd_ms);
+    std::printf("%-26s %9.2f %8.1f %9.2f %9.2f %11.2f %8.1f %9.2f\n", shape_label(r.p).c_str(), r.fwd.wall_ms,
+                g / r.fwd.wall_ms, r.bdc.wall_ms, r.bfc.wall_ms, r.fwdbwd.wall_ms, 3 * g / r.fwdbwd.wall_ms,
+                r.fwd.cpu_ms);
   }
 }
 
 void write_csv(const std::string& path, const std::vector<Result>& results, int threads) {
   std::ofstream os(path);
   CNN_CHECK(os.good(), "--csv: cannot open '", path, "' for writing");
-  os << "n,h,w,c,fh,fw,stride,threads,fwd_ms,fwd_gflops,bdc_ms,bfc_ms,fwdbwd_ms,fwdbwd_gflops\n";
+  os << "n,h,w,c,fh,fw,stride,threads,fwd_ms,fwd_gflops,fwdbwd_ms,fwdbwd_gflops,fwd_cpu_ms,fwdbwd_cpu_ms,bdc_ms,"
+        "bfc_ms\n";
   for (const Result& r : results)
     os << r.p.n << ',' << r.p.ih << ',' << r.p.iw << ',' << r.p.c << ',' << r.p.fh << ',' << r.p.fw << ','
-       << r.p.stride_h << ',' << threads << ',' << r.fwd_ms << ',' << r.p.flops() / r.fwd_ms * 1e-6 << ','
-       << r.bdc_ms << ',' << r.bfc_ms << ',' << r.fwdbwd_ms << ',' << 3 * r.p.flops() / r.fwdbwd_ms * 1e-6 << '\n';
+       << r.p.stride_h << ',' << threads << ',' << r.fwd.wall_ms << ',' << r.p.flops() / r.fwd.wall_ms * 1e-6 << ','
+       << r.fwdbwd.wall_ms << ',' << 3 * r.p.flops() / r.fwdbwd.wall_ms * 1e-6 << ',' << r.fwd.cpu_ms << ','
+       << r.fwdbwd.cpu_ms << ',' << r.bdc.wall_ms << ',' << r.bfc.wall_ms << '\n';
   CNN_CHECK(os.good(), "--csv: write to '", path, "' failed");
 }
 
@@ -138,7 +161,7 @@ int main(int argc, char** argv) {
     std::vector<DwconvParams> params;
     for (const auto& s : shapes) params.push_back(parse_shape(s));
     std::vector<Result> results;
-    for (const auto& p : params) results.push_back(run_shape(p, reps));
+    for (const auto& p : params) results.push_back(run_shape(p, reps, threads));
     print_results(results, threads);
     if (!csv.empty()) write_csv(csv, results, threads);
   } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
-// Register-tiled row kernels of the CPU depthwise conv, compiled once per ISA: the including file defines
-// CNN_DWCONV_CPU_NS (generic / avx2 / avx512), sets the target, and defines in that namespace Block16 / kNv16 (the
-// vector type and count that hold 16 channels) and kTile16 / kTile8 / kTile1 (tile widths of 16-, 8- and 1-channel
-// blocks). Semantics in dwconv_cpu_impl.h; oracle dwconv_reference.cpp.
+// Register-tiled row kernels of the CPU depthwise conv over packed input rows, compiled once per ISA: the including
+// file defines CNN_DWCONV_CPU_NS (generic / avx2 / avx512), sets the target, and first defines in that namespace
+// Block16 / kNv16 (vector type and count holding 16 channels) and kTile16 / kTile8 / kTile1 (tile widths of 16-,
+// 8- and 1-channel blocks). Semantics in dwconv_cpu_impl.h; oracle dwconv_reference.cpp.
 #ifndef CNN_DWCONV_CPU_NS
 #error "define CNN_DWCONV_CPU_NS before including dwconv_cpu_kernels.h"
 #endif
