@@ -171,6 +171,7 @@ TEST(LinearNd, FlattensLeadingAxes) {
                b = rand({6}, 3, DType::f64, false);
   const Tensor y = ops::linear_nd(nullptr, x, w, b);
   EXPECT_EQ(y.shape(), (Shape{2, 3, 4, 6}));
+  EXPECT_TRUE(test::bitwise_equal(y, ops::linear(nullptr, x, w, b), "ops::linear on (N, H, W, C)"));
   // A 1x1 convolution with weight (6, 1, 1, 5) is the same map.
   EXPECT_TRUE(test::all_close(ops::conv2d(nullptr, x, w.reshape({6, 1, 1, 5}), b, {}), y, 1e-12, 1e-12, "1x1"));
   EXPECT_TRUE(test::gradcheck([](Tape* t, const V& in) { return ops::linear_nd(t, in[0], in[1], in[2]); },
