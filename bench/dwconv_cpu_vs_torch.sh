@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CPU depthwise conv, FP32: this project's backend (apps/dwconv-cpu-bench) vs PyTorch (bench/dwconv_cpu_torch.py)
+# on the same shapes and thread count; prints both tables and a side-by-side one with speedups (ours / PyTorch).
+# usage: bench/dwconv_cpu_vs_torch.sh [--threads T] [--reps R] [--shapes N,H,W,C,F ...]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+threads=2
+reps=5
+shapes=(32,56,56,128,3 32,56,56,128,7 32,56,56,128,13 32,56,56,128,31)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --shapes) shift; shapes=(); while [[ $# -gt 0 && $1 != --* ]]; do shapes+=("$1"); shift; done ;;
+    *) echo "dwconv_cpu_vs_torch.sh: unknown argument '$1' (expected --threads, --reps or --shapes)" >&2; exit 2 ;;
+  esac
+done
+
+# Debian's PyTorch build runs with the system interpreter, not a pyenv/venv one that may come first in PATH.
+py=/usr/bin/python3
+if ! "$py" -c "import torch" 2>/dev/null; then
+  echo "installing python3-torch (Debian package)" >&2
+  if [[ $(id -u) -eq 0 ]]; then apt-get install -y python3-torch >&2; else sudo apt-get install -y python3-torch >&2; fi
+fi
+
+bench=$root/build/bin/dwconv-cpu-bench
+if [[ ! -x $bench ]]; then
+  cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$root/build" -j "$(nproc)" --target dwconv-cpu-bench >/dev/null
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=$threads
+# Shape by shape, ours then PyTorch, so that both see the same machine state on a shared host.
+for k in "${!shapes[@]}"; do
+  "$bench" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" --csv "$tmp/ours.$k.csv"
+  "$py" "$root/bench/dwconv_cpu_torch.py" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" \
+    --csv "$tmp/torch.$k.csv"
+  echo
+done
+for side in ours torch; do
+  head -1 "$tmp/$side.0.csv" >"$tmp/$side.csv"
+  for k in "${!shapes[@]}"; do tail -n +2 "$tmp/$side.$k.csv" >>"$tmp/$side.csv"; done
+done
+"$py" - "$tmp/ours.csv" "$tmp/torch.csv" <<'PY'
+import csv, sys
+ours = list(csv.DictReader(open(sys.argv[1])))
+torch = list(csv.DictReader(open(sys.argv[2])))
+print("wall = median wall-clock; cpu = median process CPU time / threads (less sensitive to other jobs on the host)")
+print(f"{'shape':<22} {'torch fwd':>9} {'ours fwd':>9} {'fwd x':>6} {'cpu x':>6}   "
+      f"{'torch f+b':>10} {'ours f+b':>9} {'f+b x':>6} {'cpu x':>6}   (ms)")
+for o, t in zip(ours, torch):
+    label = f"{o['n']}x{o['h']}x{o['w']}x{o['c']} F{o['fh']}x{o['fw']} s{o['stride']}"
+    r = lambda key: float(t[key]) / float(o[key])
+    print(f"{label:<22} {float(t['fwd_ms']):9.1f} {float(o['fwd_ms']):9.1f} {r('fwd_ms'):6.2f} {r('fwd_cpu_ms'):6.2f}   "
+          f"{float(t['fwdbwd_ms']):10.1f} {float(o['fwdbwd_ms']):9.1f} {r('fwdbwd_ms'):6.2f} {r('fwdbwd_cpu_ms'):6.2f}")
+PY

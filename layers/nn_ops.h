@@ -1,0 +1,69 @@
+// Differentiable CNN ops on NHWC tensors (same tape conventions as layers/functional.h): dense and depthwise
+// convolution, channels-last LayerNorm, BatchNorm, exact GELU, per-sample scaling (DropPath), global average
+// pooling and Linear over (..., C). CPU: f32 / f64. CUDA: f32 / f16 with FP32 accumulation and FP32 statistics.
+#pragma once
+
+#include <cstdint>
+
+#include "core/autograd.h"
+#include "core/tensor.h"
+#include "kernels/dwconv/dwconv.h"
+
+namespace cnn::ops {
+
+// Dense convolution, groups = 1, symmetric padding: x (N, H, W, C), w (K, R, S, C), bias (K) or undefined
+// -> y (N, OH, OW, K), OH = (H + 2 pad_h - R) / stride_h + 1 (cross-correlation, as PyTorch).
+struct Conv2dGeometry {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+};
+Tensor conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dGeometry& g);
+
+// Depthwise convolution (Flash-DWC): x (N, H, W, C), w (FH, FW, C), bias (C) or undefined -> (N, OH, OW, C) with
+// the output-size formula of kernels/dwconv/dwconv.h. bfc_accum selects the FP16 backward-filter accumulation;
+// it takes effect with the FP16 Flash-DWC kernels (today f16 runs the FP32 kernels through conversion).
+struct DwGeometry {
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
+                        dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32);
+
+// PyTorch Linear over the last axis of x (..., K), at least 2 axes: w (N, K), bias (N) or undefined -> (..., N).
+// A 1x1 convolution on NHWC activations is this op (a GEMM over (N*H*W) x C). Same as ops::linear, with the
+// weight-shape error phrased for layers.
+Tensor linear_nd(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias);
+
+// LayerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, FP32 statistics
+// (FP64 for f64). gamma, beta (C), same dtype as x.
+Tensor layer_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps);
+
+// BatchNorm over all but the last axis of x (N, H, W, C) (per channel over N*H*W). gamma, beta: (C), x's dtype.
+// running_mean / running_var: (C), f32 (f64 when x is f64), updated in place when training:
+//   training: normalise with the batch mean and biased variance; running = (1 - momentum) running + momentum *
+//             batch (unbiased variance for running_var).
+//   eval:     normalise with the running statistics (y is affine in x).
+Tensor batch_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                  Tensor& running_var, bool training, double momentum, double eps);
+
+// GELU, exact form: y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))).
+Tensor gelu(Tape* tape, const Tensor& x);
+
+// y[n, ...] = x[n, ...] * scale[n]: scale (N) is a constant (no gradient), x's dtype (f32 for f16 x).
+Tensor sample_scale(Tape* tape, const Tensor& x, const Tensor& scale);
+
+// Per-sample keep scales of stochastic depth: scale[n] = (u_n < keep) / keep with u_n uniform in [0, 1) from
+// Philox key `seed`, counter step * 2^32 + layer_id * 2^20 + n (N < 2^20, layer_id < 2^12). Same values on CPU and
+// GPU. dtype f32 (f64 when requested), on `device`.
+Tensor drop_path_scales(int64_t n, double drop_prob, uint64_t seed, uint64_t step, uint32_t layer_id, DType dtype,
+                        Device device);
+// Stochastic depth: sample_scale(x, drop_path_scales(...)); the identity when drop_prob == 0.
+Tensor drop_path(Tape* tape, const Tensor& x, double drop_prob, uint64_t seed, uint64_t step, uint32_t layer_id);
+
+// (N, H, W, C) -> (N, C), mean over H*W (FP32 accumulation on the GPU, FP64 on the CPU).
+Tensor global_avg_pool(Tape* tape, const Tensor& x);
+
+// Elementwise conversion that gradients flow through (f16 <-> f32 on the mixed-precision path).
+Tensor cast(Tape* tape, const Tensor& x, DType dtype);
+
+}  // namespace cnn::ops
