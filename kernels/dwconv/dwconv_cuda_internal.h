@@ -20,6 +20,10 @@ struct ConvGeometry {
   bool flip = false;         // read the filter rotated by 180 degrees
 };
 
+// CNN_DWCONV_VERBOSE=1: log_path_once prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
+bool dwconv_verbose();
+void log_path_once(const char* op, const DwconvParams& p, const std::string& path);
+
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
 ConvGeometry forward_geometry(const DwconvParams& p);
 ConvGeometry backward_data_geometry_stride1(const DwconvParams& p);

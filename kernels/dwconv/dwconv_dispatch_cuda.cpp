@@ -18,23 +18,6 @@ namespace {
 
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-bool verbose() {
-  static const bool on = [] {
-    const char* v = std::getenv("CNN_DWCONV_VERBOSE");
-    return v != nullptr && v[0] != '\0' && v[0] != '0';
-  }();
-  return on;
-}
-
-void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
-  if (!verbose()) return;
-  static std::mutex mu;
-  static std::set<std::string> seen;
-  const std::string key = str_cat(op, " ", p.str(), " -> ", path);
-  std::lock_guard<std::mutex> lock(mu);
-  if (seen.insert(key).second) std::fprintf(stderr, "dwconv: %s\n", key.c_str());
-}
-
 bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
 
 void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
@@ -60,6 +43,23 @@ std::string backward_data_path(const DwconvParams& p, bool aligned) {
 }
 
 }  // namespace
+
+bool dwconv_verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNN_DWCONV_VERBOSE");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
+  if (!dwconv_verbose()) return;
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  const std::string key = str_cat(op, " ", p.str(), " -> ", path);
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(key).second) std::fprintf(stderr, "dwconv: %s\n", key.c_str());
+}
 
 ConvGeometry forward_geometry(const DwconvParams& p) {
   ConvGeometry g;
