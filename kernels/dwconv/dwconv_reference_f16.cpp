@@ -54,7 +54,7 @@ float reduce_tap(const std::vector<float>& xf, const std::vector<float>& dyf, co
 }
 
 std::vector<float> widen_all(const Half* v, int64_t n) {
-  std::vector<float> out(size_t(n));
+  std::vector<float> out(static_cast<size_t>(n));
   for (int64_t e = 0; e < n; ++e) out[size_t(e)] = float(v[e]);
   return out;
 }

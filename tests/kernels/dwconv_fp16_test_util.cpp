@@ -142,7 +142,7 @@ std::vector<double> cudnn_output(cudnnHandle_t h, int op, const DwconvParams& p,
       (void)cudaGetLastError();
       continue;
     }
-    std::vector<Half> got(size_t(n_out));
+    std::vector<Half> got(static_cast<size_t>(n_out));
     if (cudaMemcpy(got.data(), out.ptr, size_t(n_out) * 2, cudaMemcpyDeviceToHost) != cudaSuccess) return {};
     std::vector<double> result(got.size());
     if (op == 2) {  // (C, FH, FW) -> (FH, FW, C)
