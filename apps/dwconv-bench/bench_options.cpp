@@ -116,9 +116,9 @@ dwconv::DwconvParams same_padding_params(const MapShape& m, int filter) {
 
 bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_code) {
   CLI::App app{
-      "dwconv-bench: Flash-DWC vs cuDNN (all algorithms), cuBLAS SGEMM and device copy, FP32, stride 1, "
+      "dwconv-bench: Flash-DWC vs cuDNN (all algorithms), cuBLAS SGEMM and device copy, FP32 or FP16, stride 1, "
       "'same' padding"};
-  std::string ops = kDefaultOps, maps = kDefaultMaps, filters = kDefaultFilters, dtype = "f32";
+  std::string ops = kDefaultOps, maps = kDefaultMaps, filters = kDefaultFilters, dtype = "f32", accum = "fp32";
   app.add_option("--op", ops, "comma-separated ops: fwd, bdc (backward-data), bfc (backward-filter)")
       ->capture_default_str();
   CLI::Option* maps_opt =
@@ -133,7 +133,9 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   bool no_cudnn = false, no_check = false;
   app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baseline");
   app.add_flag("--no-check", no_check, "skip the sampled FP64 accuracy check");
-  app.add_option("--dtype", dtype, "data type (f32; f16 arrives with Flash-DWC-T)")->capture_default_str();
+  app.add_option("--dtype", dtype, "data type: f32, or f16 (Flash-DWC-T, FP32 accumulation)")->capture_default_str();
+  app.add_option("--bfc-accum", accum, "FP16 backward-filter accumulation: fp32 or ha (hybrid FP16/FP32)")
+      ->capture_default_str();
   CLI::Option* self_opt =
       app.add_flag("--selftest", opts.selftest, "whole pipeline on 2x16x16x64, filters 3,7, 3 reps, in seconds");
   self_opt->excludes(maps_opt)->excludes(filters_opt)->excludes(reps_opt)->excludes(warmup_opt);
@@ -145,7 +147,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   }
   opts.cudnn = !no_cudnn;
   opts.check = !no_check;
-  CNN_CHECK(dtype == "f32", "--dtype: expected f32 (f16 is not implemented until Flash-DWC-T), got '", dtype, "'");
+  CNN_CHECK(dtype == "f32" || dtype == "f16", "--dtype: expected f32 or f16, got '", dtype, "'");
+  CNN_CHECK(accum == "fp32" || accum == "ha", "--bfc-accum: expected fp32 or ha, got '", accum, "'");
+  CNN_CHECK(accum == "fp32" || dtype == "f16", "--bfc-accum: ha needs --dtype f16 (FP32 data always accumulates in FP32)");
+  opts.dtype = dtype == "f16" ? DType::f16 : DType::f32;
+  opts.bfc_accum = accum == "ha" ? dwconv::BfcAccum::ha : dwconv::BfcAccum::fp32;
   if (opts.selftest) {
     maps = "2x16x16x64";
     filters = "3,7";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 
 namespace cnn::bench {
@@ -24,6 +25,8 @@ struct BenchOptions {
   bool cudnn = true;
   bool check = true;
   bool selftest = false;
+  DType dtype = DType::f32;                           // f32 or f16 data (f16: FP32 accumulation)
+  dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32;  // FP16 backward-filter accumulation
 };
 
 // Parses argv; returns false when the process should exit with `exit_code` (help printed or a parse error).

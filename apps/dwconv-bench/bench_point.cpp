@@ -18,13 +18,40 @@ bool wants(const BenchOptions& opts, DwconvOp op) {
   return std::find(opts.ops.begin(), opts.ops.end(), op) != opts.ops.end();
 }
 
+bool is_f16(const BenchOptions& opts) { return opts.dtype == DType::f16; }
+size_t elem_bytes(const BenchOptions& opts) { return is_f16(opts) ? 2 : sizeof(float); }
+
 // Bytes an op must move at least: fwd X read + Y written, bdc dY read + dX written, bfc X + dY read; each is one
 // X-sized plus one Y-sized tensor (the filter is negligible).
-size_t op_bytes(const dwconv::DwconvParams& p) { return size_t(p.x_elems() + p.y_elems()) * sizeof(float); }
+size_t op_bytes(const dwconv::DwconvParams& p, const BenchOptions& opts) {
+  return size_t(p.x_elems() + p.y_elems()) * elem_bytes(opts);
+}
 
 // The callbacks hold pointers to the tensors and a copy of the params, so they depend on nothing else.
+RunFn flash_run_f16(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
+                    dwconv::BfcAccum accum, cudaStream_t stream) {
+  const MapTensors* mt = &m;
+  const FilterTensors* ft = &f;
+  switch (op) {
+    case DwconvOp::forward:
+      return [p, mt, ft, stream](int i) {
+        dwconv::dwconv_forward_cuda(mt->x->slice_f16(i), ft->w.f16(), nullptr, mt->y.f16(), p, stream);
+      };
+    case DwconvOp::backward_data:
+      return [p, mt, ft, stream](int i) {
+        dwconv::dwconv_backward_data_cuda(mt->dy->slice_f16(i), ft->w.f16(), mt->dx.f16(), p, stream);
+      };
+    case DwconvOp::backward_filter:
+      return [p, mt, ft, accum, stream](int i) {
+        dwconv::dwconv_backward_filter_cuda(mt->x->slice_f16(i), mt->dy->slice_f16(i), ft->dw.f32(), p, accum, stream);
+      };
+  }
+  throw Error("dwconv-bench: unknown op");
+}
+
 RunFn flash_run(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
-                cudaStream_t stream) {
+                const BenchOptions& opts, cudaStream_t stream) {
+  if (is_f16(opts)) return flash_run_f16(op, p, m, f, opts.bfc_accum, stream);
   const MapTensors* mt = &m;
   const FilterTensors* ft = &f;
   switch (op) {
@@ -44,35 +71,47 @@ RunFn flash_run(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m,
   throw Error("dwconv-bench: unknown op");
 }
 
-OperandsFn cudnn_operands(DwconvOp op, const MapTensors& m, const FilterTensors& f) {
+OperandsFn cudnn_operands(DwconvOp op, const MapTensors& m, const FilterTensors& f, bool f16) {
   const MapTensors* mt = &m;
   const FilterTensors* ft = &f;
   switch (op) {
     case DwconvOp::forward:
-      return [mt, ft](int i) { return CudnnOperands{mt->x->slice(i), ft->w_cudnn.f32(), mt->y.f32()}; };
+      return [mt, ft](int i) { return CudnnOperands{mt->x->raw(i), ft->w_cudnn.get(), mt->y.get()}; };
     case DwconvOp::backward_data:
-      return [mt, ft](int i) { return CudnnOperands{mt->dy->slice(i), ft->w_cudnn.f32(), mt->dx.f32()}; };
+      return [mt, ft](int i) { return CudnnOperands{mt->dy->raw(i), ft->w_cudnn.get(), mt->dx.get()}; };
     case DwconvOp::backward_filter:
-      return [mt, ft](int i) { return CudnnOperands{mt->x->slice(i), mt->dy->slice(i), ft->dw.f32()}; };
+      return [mt, ft, f16](int i) {
+        return CudnnOperands{mt->x->raw(i), mt->dy->raw(i), f16 ? ft->dw_cudnn.get() : ft->dw.get()};
+      };
   }
   throw Error("dwconv-bench: unknown op");
 }
 
 // Copies the op's output (as left by the last run on rotation 0) back and checks it against the FP64 formula.
 // `cudnn_filter_layout`: a backward-filter result in cuDNN's (C, FH, FW) order.
+// f16: outputs are FP16 except Flash-DWC's FP32 dW; cuDNN's FP16 dW is in dw_cudnn.
 CheckResult check_output(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
-                         bool cudnn_filter_layout) {
+                         bool cudnn_filter_layout, bool f16) {
   std::vector<float> out;
   const uint64_t seed = kSampleSeed + uint64_t(p.fh);
+  auto fetch = [&](const DeviceBuffer& b, int64_t n, bool half) {
+    if (half)
+      copy_half_to_host(b, out, n);
+    else
+      copy_to_host(b, out, n);
+  };
   switch (op) {
     case DwconvOp::forward:
-      copy_to_host(m.y, out, p.y_elems());
+      fetch(m.y, p.y_elems(), f16);
       return check_forward(m.x->host0, f.w_host, out, p, seed);
     case DwconvOp::backward_data:
-      copy_to_host(m.dx, out, p.x_elems());
+      fetch(m.dx, p.x_elems(), f16);
       return check_backward_data(m.dy->host0, f.w_host, out, p, seed);
     case DwconvOp::backward_filter:
-      copy_to_host(f.dw, out, p.w_elems());
+      if (f16 && cudnn_filter_layout)
+        fetch(f.dw_cudnn, p.w_elems(), true);
+      else
+        fetch(f.dw, p.w_elems(), false);
       if (cudnn_filter_layout) out = from_cudnn_filter(out, p);
       return check_backward_filter(m.x->host0, m.dy->host0, out, p, seed);
   }
@@ -87,9 +126,23 @@ std::string join(const std::vector<std::string>& items) {
 
 void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
                    const BenchContext& ctx, Row& row) {
-  const OperandsFn operands = cudnn_operands(op, m, f);
-  const CudnnResult r = bench_cudnn(*f.conv, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
-  std::cout << "  cudnn timed: " << join(r.timed) << "; skipped: " << join(r.skipped) << '\n';
+  const bool f16 = is_f16(ctx.opts);
+  const OperandsFn operands = cudnn_operands(op, m, f, f16);
+  CudnnResult r = bench_cudnn(*f.conv, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
+  const CudnnDepthwise* best_conv = f.conv.get();
+  std::cout << "  cudnn" << (f16 ? " (fp16 accumulation)" : "") << " timed: " << join(r.timed)
+            << "; skipped: " << join(r.skipped) << '\n';
+  if (f16) {  // the protocol's FP16 baseline is the best of FP16- and FP32-accumulating cuDNN
+    CudnnResult r32 = bench_cudnn(*f.conv_f32acc, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
+    std::cout << "  cudnn (fp32 accumulation) timed: " << join(r32.timed) << "; skipped: " << join(r32.skipped)
+              << '\n';
+    if (r.found) r.best_name += "/f16acc";
+    if (r32.found && (!r.found || r32.best.median_ms < r.best.median_ms)) {
+      r = std::move(r32);
+      r.best_name += "/f32acc";
+      best_conv = f.conv_f32acc.get();
+    }
+  }
   if (!r.found) return;
   row.has_cudnn = true;
   row.cudnn_ms = r.best.median_ms;
@@ -98,12 +151,13 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
   if (!ctx.opts.check) return;
   // Checks the winner computed the same convolution (catches a wrong descriptor or filter layout).
   DeviceBuffer workspace(r.best_workspace);
-  CNN_CUDNN_CHECK(f.conv->run(op, r.best_id, operands(0), workspace.get(), r.best_workspace));
+  CNN_CUDNN_CHECK(best_conv->run(op, r.best_id, operands(0), workspace.get(), r.best_workspace));
   CNN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-  const CheckResult c = check_output(op, p, m, f, true);
+  const CheckResult c = check_output(op, p, m, f, true, f16);
   row.has_cudnn_check = true;
   row.cudnn_max_rel_err = c.max_rel;
-  if (c.max_rel > check_tolerance())
+  row.cudnn_mare = c.mare;
+  if (c.max_rel > row.tolerance)
     std::cout << "  CHECK FAILED (cuDNN " << r.best_name << "): max rel err " << c.max_rel << " at " << c.worst << '\n';
 }
 
@@ -111,28 +165,39 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
 
 MapTensors::MapTensors(const MapShape& map, const BenchOptions& opts) {
   const int64_t elems = int64_t(map.n) * map.h * map.w * map.c;
-  rotations = rotation_count(size_t(elems) * sizeof(float));
   const bool fwd = wants(opts, DwconvOp::forward), bdc = wants(opts, DwconvOp::backward_data),
              bfc = wants(opts, DwconvOp::backward_filter);
-  if (fwd || bfc) x.emplace(make_rotated(elems, rotations, kXSeed));
-  if (bdc || bfc) dy.emplace(make_rotated(elems, rotations, kDySeed));
+  const size_t bytes = opts.dtype == DType::f16 ? 2 : sizeof(float);
+  rotations = rotation_count(size_t(elems) * bytes);
+  if (fwd || bfc) x.emplace(make_rotated(elems, rotations, kXSeed, opts.dtype));
+  if (bdc || bfc) dy.emplace(make_rotated(elems, rotations, kDySeed, opts.dtype));
   if (!opts.check) {  // host copies only serve the accuracy check
     if (x) x->host0 = {};
     if (dy) dy->host0 = {};
   }
-  if (fwd) y = DeviceBuffer(size_t(elems) * sizeof(float));
-  if (bdc) dx = DeviceBuffer(size_t(elems) * sizeof(float));
+  if (fwd) y = DeviceBuffer(size_t(elems) * bytes);
+  if (bdc) dx = DeviceBuffer(size_t(elems) * bytes);
 }
 
 FilterTensors::FilterTensors(const dwconv::DwconvParams& p, const BenchContext& ctx) {
-  w = device_uniform(p.w_elems(), kWSeed + uint64_t(p.fh), &w_host);
+  const bool f16 = is_f16(ctx.opts);
+  w = device_uniform(p.w_elems(), kWSeed + uint64_t(p.fh), &w_host, ctx.opts.dtype);
   dw = DeviceBuffer(size_t(p.w_elems()) * sizeof(float));
   if (ctx.cudnn != nullptr) {
-    const std::vector<float> wc = to_cudnn_filter(w_host, p);
-    w_cudnn = DeviceBuffer(wc.size() * sizeof(float));
-    CNN_CUDA_CHECK(cudaMemcpy(w_cudnn.get(), wc.data(), w_cudnn.bytes(), cudaMemcpyHostToDevice));
+    std::vector<float> wc = to_cudnn_filter(w_host, p);
+    if (f16) {
+      const std::vector<uint16_t> bits = round_to_half(wc);  // w_host is already FP16-rounded: exact
+      w_cudnn = DeviceBuffer(bits.size() * 2);
+      CNN_CUDA_CHECK(cudaMemcpy(w_cudnn.get(), bits.data(), w_cudnn.bytes(), cudaMemcpyHostToDevice));
+      dw_cudnn = DeviceBuffer(size_t(p.w_elems()) * 2);
+      conv = std::make_unique<CudnnDepthwise>(*ctx.cudnn, p, CUDNN_DATA_HALF, CUDNN_DATA_HALF);
+      conv_f32acc = std::make_unique<CudnnDepthwise>(*ctx.cudnn, p, CUDNN_DATA_HALF, CUDNN_DATA_FLOAT);
+    } else {
+      w_cudnn = DeviceBuffer(wc.size() * sizeof(float));
+      CNN_CUDA_CHECK(cudaMemcpy(w_cudnn.get(), wc.data(), w_cudnn.bytes(), cudaMemcpyHostToDevice));
+      conv = std::make_unique<CudnnDepthwise>(*ctx.cudnn, p);
+    }
     CNN_CUDA_CHECK(cudaDeviceSynchronize());
-    conv = std::make_unique<CudnnDepthwise>(*ctx.cudnn, p);
   }
 }
 
@@ -141,12 +206,13 @@ void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, Fi
   // 'same' padding with an odd filter keeps the output extent, so Y / dY share X's buffers' shape.
   CNN_CHECK(p.oh() == p.ih && p.ow() == p.iw, "dwconv-bench: expected OH = IH and OW = IW, got ", p.str());
   row.reps = ctx.opts.reps;
-  row.path = dwconv::dwconv_path_name(op, p);
-  const RunFn run = flash_run(op, p, m, f, ctx.stream);
+  row.path = dwconv::dwconv_path_name(op, p, ctx.opts.dtype, ctx.opts.bfc_accum);
+  row.tolerance = check_tolerance(ctx.opts.dtype, op, ctx.opts.bfc_accum);
+  const RunFn run = flash_run(op, p, m, f, ctx.opts, ctx.stream);
   const Timing t = time_runs(run, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
   row.ms = t.median_ms;
   row.tflops = p.flops() / (t.median_ms * 1e-3) / 1e12;
-  const size_t bytes = op_bytes(p);
+  const size_t bytes = op_bytes(p, ctx.opts);
   row.gbps = double(bytes) / (t.median_ms * 1e-3) / 1e9;
 
   const GemmPoint& g = ctx.roofline.sgemm(p.flops());
@@ -165,11 +231,13 @@ void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, Fi
   if (ctx.opts.check) {
     run(0);  // rotation 0 is the copy whose host values the reference reads
     CNN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-    const CheckResult c = check_output(op, p, m, f, false);
+    const CheckResult c = check_output(op, p, m, f, false, is_f16(ctx.opts));
     row.has_check = true;
     row.max_rel_err = c.max_rel;
-    std::cout << "  check: " << c.samples << " samples, max rel err " << c.max_rel << ", max abs err " << c.max_abs
-              << (c.max_rel > check_tolerance() ? str_cat("  CHECK FAILED at ", c.worst) : std::string()) << '\n';
+    row.mare = c.mare;
+    std::cout << "  check: " << c.samples << " samples, max rel err " << c.max_rel << ", MARE " << c.mare
+              << ", max abs err " << c.max_abs
+              << (c.max_rel > row.tolerance ? str_cat("  CHECK FAILED at ", c.worst) : std::string()) << '\n';
   }
   if (f.conv) measure_cudnn(op, p, m, f, ctx, row);
 }

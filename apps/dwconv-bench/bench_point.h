@@ -35,18 +35,20 @@ struct MapTensors {
   int rotations = 1;
   std::optional<RotatedTensor> x;   // (N, H, W, C): fwd, bfc
   std::optional<RotatedTensor> dy;  // (N, H, W, C): bdc, bfc ('same' padding keeps OH = H, OW = W)
-  DeviceBuffer y;                   // fwd output
-  DeviceBuffer dx;                  // bdc output
+  DeviceBuffer y;                   // fwd output (run dtype)
+  DeviceBuffer dx;                  // bdc output (run dtype)
 };
 
 // The filter-dependent tensors of one (map, filter).
 struct FilterTensors {
   FilterTensors(const dwconv::DwconvParams& p, const BenchContext& ctx);
-  std::vector<float> w_host;  // (FH, FW, C)
-  DeviceBuffer w;             // (FH, FW, C)
+  std::vector<float> w_host;  // (FH, FW, C), FP16-rounded values for --dtype f16
+  DeviceBuffer w;             // (FH, FW, C) in the run's dtype
   DeviceBuffer w_cudnn;       // (C, FH, FW), only with cuDNN
-  DeviceBuffer dw;            // (FH, FW, C) or (C, FH, FW) after a cuDNN run
-  std::unique_ptr<CudnnDepthwise> conv;
+  DeviceBuffer dw;            // FP32 (FH, FW, C); for f32 also (C, FH, FW) after a cuDNN run
+  DeviceBuffer dw_cudnn;      // f16 only: cuDNN's FP16 (C, FH, FW) result
+  std::unique_ptr<CudnnDepthwise> conv;         // f32: FP32 compute; f16: FP16 compute
+  std::unique_ptr<CudnnDepthwise> conv_f32acc;  // f16 only: FP16 data, FP32 compute
 };
 
 // Measures one point; throws cnn::Error when anything fails (the caller records it in the row).

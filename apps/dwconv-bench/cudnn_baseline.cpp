@@ -92,7 +92,8 @@ struct CudnnDepthwise::Descriptors {
   }
 };
 
-CudnnDepthwise::CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvParams& p)
+CudnnDepthwise::CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvParams& p, cudnnDataType_t data,
+                               cudnnDataType_t compute)
     : handle_(handle.get()), desc_(std::make_unique<Descriptors>()) {
   // cuDNN's legacy descriptor has one padding per axis, applied on both sides.
   CNN_CHECK(p.pad_top == p.pad_bottom && p.pad_left == p.pad_right, "cuDNN baseline: expected symmetric padding, got ",
@@ -102,16 +103,17 @@ CudnnDepthwise::CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvPa
   CNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
   CNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d.w));
   CNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d.conv));
-  CNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.n, p.c, p.ih, p.iw));
-  CNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.n, p.c, p.oh(), p.ow()));
+  CNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, data, p.n, p.c, p.ih, p.iw));
+  CNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, data, p.n, p.c, p.oh(), p.ow()));
   // K = C output channels, C / groups = 1 input channel each; NHWC filter memory order is (K, FH, FW, 1).
-  CNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, p.c, 1, p.fh, p.fw));
+  CNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.w, data, CUDNN_TENSOR_NHWC, p.c, 1, p.fh, p.fw));
   CNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, p.pad_top, p.pad_left, p.stride_h, p.stride_w, 1, 1,
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                                  CUDNN_CROSS_CORRELATION, compute));
   CNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, p.c));
   // FMA math: FP32 arithmetic only. CUDNN_DEFAULT_MATH would let cuDNN pick TF32 tensor-core kernels on sm_80+,
   // which round inputs to 10 mantissa bits and would not be an FP32 baseline.
-  CNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH));
+  // FP16 data: cuDNN's default math (tensor-core kernels allowed), as the protocol's FP16 baseline.
+  CNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, data == CUDNN_DATA_HALF ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, w = 0;
   CNN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &c, &h, &w));
   CNN_CHECK(n == p.n && c == p.c && h == p.oh() && w == p.ow(), "cuDNN baseline: cuDNN computes output ", n, "x", h,

@@ -1,6 +1,7 @@
 // cuDNN baseline: the depthwise convolution through cuDNN's legacy API (group count = C, NHWC tensors and filter,
-// cross-correlation, FP32 data and compute, CUDNN_FMA_MATH so no TF32), every algorithm cuDNN has for the op timed
-// with the benchmark protocol, the fastest reported. cuDNN's filter layout is (C, FH, FW): see to_cudnn_filter.
+// cross-correlation; FP32 data and compute with CUDNN_FMA_MATH so no TF32, or FP16 data with FP16 or FP32 compute
+// and CUDNN_DEFAULT_MATH), every algorithm cuDNN has for the op timed with the benchmark protocol, the fastest
+// reported. cuDNN's filter layout is (C, FH, FW): see to_cudnn_filter.
 #pragma once
 
 #include <cudnn.h>
@@ -30,9 +31,9 @@ class CudnnHandle {
 // Device pointers of one cuDNN call. fwd: a = x, b = w, out = y; bdc: a = dy, b = w, out = dx;
 // bfc: a = x, b = dy, out = dw. Filters (w, dw) are in cuDNN's (C, FH, FW) layout.
 struct CudnnOperands {
-  const float* a = nullptr;
-  const float* b = nullptr;
-  float* out = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* out = nullptr;
 };
 using OperandsFn = std::function<CudnnOperands(int run_index)>;
 
@@ -55,7 +56,9 @@ struct CudnnResult {
 
 class CudnnDepthwise {
  public:
-  CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvParams& p);
+  // data: CUDNN_DATA_FLOAT or CUDNN_DATA_HALF; compute: the convolution's accumulation type.
+  CudnnDepthwise(const CudnnHandle& handle, const dwconv::DwconvParams& p, cudnnDataType_t data = CUDNN_DATA_FLOAT,
+                 cudnnDataType_t compute = CUDNN_DATA_FLOAT);
   ~CudnnDepthwise();
   CudnnDepthwise(const CudnnDepthwise&) = delete;
   CudnnDepthwise& operator=(const CudnnDepthwise&) = delete;

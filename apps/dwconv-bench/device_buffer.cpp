@@ -56,10 +56,26 @@ std::vector<float> host_uniform(int64_t count, uint64_t seed) {
   return values;
 }
 
-DeviceBuffer device_uniform(int64_t count, uint64_t seed, std::vector<float>* host_copy) {
+std::vector<uint16_t> round_to_half(std::vector<float>& values) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    bits[i] = float_to_half_bits(values[i]);
+    values[i] = half_bits_to_float(bits[i]);
+  }
+  return bits;
+}
+
+DeviceBuffer device_uniform(int64_t count, uint64_t seed, std::vector<float>* host_copy, DType dtype) {
   std::vector<float> values = host_uniform(count, seed);
-  DeviceBuffer buf(size_t(count) * sizeof(float));
-  CNN_CUDA_CHECK(cudaMemcpy(buf.get(), values.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  DeviceBuffer buf;
+  if (dtype == DType::f16) {
+    const std::vector<uint16_t> bits = round_to_half(values);
+    buf = DeviceBuffer(size_t(count) * 2);
+    CNN_CUDA_CHECK(cudaMemcpy(buf.get(), bits.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  } else {
+    buf = DeviceBuffer(size_t(count) * sizeof(float));
+    CNN_CUDA_CHECK(cudaMemcpy(buf.get(), values.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  }
   CNN_CUDA_CHECK(cudaDeviceSynchronize());  // a pageable upload may return before its DMA has landed
   if (host_copy != nullptr) *host_copy = std::move(values);
   return buf;
@@ -70,6 +86,15 @@ void copy_to_host(const DeviceBuffer& src, std::vector<float>& dst, int64_t coun
             " floats from a buffer of ", src.bytes(), " bytes");
   dst.resize(size_t(count));
   CNN_CUDA_CHECK(cudaMemcpy(dst.data(), src.get(), size_t(count) * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+void copy_half_to_host(const DeviceBuffer& src, std::vector<float>& dst, int64_t count) {
+  CNN_CHECK(size_t(count) * 2 <= src.bytes(), "copy_half_to_host: asked for ", count, " halves from a buffer of ",
+            src.bytes(), " bytes");
+  std::vector<uint16_t> bits(static_cast<size_t>(count));
+  CNN_CUDA_CHECK(cudaMemcpy(bits.data(), src.get(), size_t(count) * 2, cudaMemcpyDeviceToHost));
+  dst.resize(size_t(count));
+  for (size_t i = 0; i < bits.size(); ++i) dst[i] = half_bits_to_float(bits[i]);
 }
 
 int l2_cache_bytes() {
@@ -85,17 +110,23 @@ int rotation_count(size_t set_bytes) {
   return int(std::min<size_t>(kMaxRotations, (target + set_bytes - 1) / set_bytes + 1));
 }
 
-RotatedTensor make_rotated(int64_t elems, int count, uint64_t seed) {
+RotatedTensor make_rotated(int64_t elems, int count, uint64_t seed, DType dtype) {
   CNN_CHECK(elems >= 1 && count >= 1, "make_rotated: expected elems, count >= 1, got ", elems, ", ", count);
-  constexpr int64_t kAlignFloats = 64;  // 256 bytes: every copy keeps the alignment of the vectorized paths
+  constexpr int64_t kAlignFloats = 64;  // elements (>= 128 bytes): every copy keeps the vectorized paths' alignment
   RotatedTensor t;
   t.elems = elems;
   t.stride = (elems + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
   t.count = count;
-  t.buf = DeviceBuffer(size_t(t.stride) * count * sizeof(float));
+  t.elem_bytes = dtype == DType::f16 ? 2 : 4;
+  t.buf = DeviceBuffer(size_t(t.stride) * count * t.elem_bytes);
   for (int i = 0; i < count; ++i) {
     std::vector<float> values = host_uniform(elems, seed + uint64_t(i));
-    CNN_CUDA_CHECK(cudaMemcpy(t.slice(i), values.data(), size_t(elems) * sizeof(float), cudaMemcpyHostToDevice));
+    if (dtype == DType::f16) {
+      const std::vector<uint16_t> bits = round_to_half(values);
+      CNN_CUDA_CHECK(cudaMemcpy(t.raw(i), bits.data(), size_t(elems) * 2, cudaMemcpyHostToDevice));
+    } else {
+      CNN_CUDA_CHECK(cudaMemcpy(t.raw(i), values.data(), size_t(elems) * sizeof(float), cudaMemcpyHostToDevice));
+    }
     if (i == 0) t.host0 = std::move(values);
   }
   CNN_CUDA_CHECK(cudaDeviceSynchronize());  // a pageable upload may return before its DMA has landed

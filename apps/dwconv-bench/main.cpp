@@ -48,9 +48,16 @@ void print_header(const BenchOptions& opts) {
             << prop.multiProcessorCount << " SMs, L2 " << prop.l2CacheSize / (1 << 20) << " MiB, "
             << prop.totalGlobalMem / (size_t(1) << 30) << " GiB; CUDA runtime " << runtime << ", driver " << driver
             << ", cuDNN " << cudnnGetVersion() << '\n';
-  std::cout << "protocol: FP32, stride 1, 'same' padding, " << opts.warmup << " warm-up + median of " << opts.reps
+  std::cout << "protocol: " << (opts.dtype == DType::f16 ? "FP16 data, FP32 accumulation" : "FP32")
+            << (opts.dtype == DType::f16 ? str_cat(" (bfc accumulation ", dwconv::bfc_accum_name(opts.bfc_accum), ")")
+                                         : std::string())
+            << ", stride 1, 'same' padding, " << opts.warmup << " warm-up + median of " << opts.reps
             << " runs (CUDA events), inputs rotated past 2x L2; seeds x " << kXSeed << ", dy " << kDySeed << ", w "
-            << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance " << check_tolerance()
+            << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance (max rel) " << check_tolerance()
+            << (opts.dtype == DType::f16 && opts.bfc_accum == dwconv::BfcAccum::ha
+                    ? str_cat(" (bfc ha ", check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter,
+                                                           opts.bfc_accum), ")")
+                    : std::string())
             << (opts.check ? "" : " (check off)") << (opts.cudnn ? "" : "; cuDNN off") << '\n';
 }
 
@@ -108,8 +115,8 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
 bool all_passed(const std::vector<Row>& rows, const BenchOptions& opts) {
   bool ok = true;
   for (const Row& r : rows) {
-    const bool bad = !r.error.empty() || (r.has_check && !(r.max_rel_err <= check_tolerance())) ||
-                     (r.has_cudnn_check && !(r.cudnn_max_rel_err <= check_tolerance())) ||
+    const bool bad = !r.error.empty() || (r.has_check && !(r.max_rel_err <= r.tolerance)) ||
+                     (r.has_cudnn_check && !(r.cudnn_max_rel_err <= r.tolerance)) ||
                      (opts.cudnn && r.error.empty() && !r.has_cudnn);
     if (bad) std::cout << "problem: " << r.op << ' ' << r.map << " F=" << r.filter << '\n';
     ok = ok && !bad;

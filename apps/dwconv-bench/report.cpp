@@ -100,7 +100,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     std::ofstream f(tmp);
     CNN_CHECK(f.good(), "--out: cannot open '", tmp, "' for writing");
     f << "op,map,filter,ms,tflops,gbps,cudnn_ms,cudnn_algo,speedup,sgemm_m,sgemm_tflops,frac_sgemm,copy_gbps,"
-         "frac_copy,max_rel_err,cudnn_max_rel_err,path,reps,error\n";
+         "frac_copy,max_rel_err,cudnn_max_rel_err,mare,cudnn_mare,path,reps,error\n";
     f << std::setprecision(6);
     for (const Row& r : rows) {
       const bool ok = r.error.empty();
@@ -110,7 +110,8 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
         << csv_field(ok && r.has_cudnn ? r.cudnn_algo : "") << ',' << num(ok && r.has_cudnn, r.speedup) << ','
         << num(ok, r.sgemm_m) << ',' << num(ok, r.sgemm_tflops) << ',' << num(ok, r.frac_sgemm) << ','
         << num(ok, r.copy_gbps) << ',' << num(ok, r.frac_copy) << ',' << num(ok && r.has_check, r.max_rel_err) << ','
-        << num(ok && r.has_cudnn_check, r.cudnn_max_rel_err) << ',' << csv_field(r.path) << ',' << r.reps << ','
+        << num(ok && r.has_cudnn_check, r.cudnn_max_rel_err) << ',' << num(ok && r.has_check, r.mare) << ','
+        << num(ok && r.has_cudnn_check, r.cudnn_mare) << ',' << csv_field(r.path) << ',' << r.reps << ','
         << csv_field(r.error) << '\n';
     }
     f.flush();

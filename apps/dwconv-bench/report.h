@@ -31,8 +31,11 @@ struct Row {
   // accuracy; has_check false with --no-check
   bool has_check = false;
   double max_rel_err = 0;
+  double mare = 0;  // mean relative error over the samples
   bool has_cudnn_check = false;
   double cudnn_max_rel_err = 0;
+  double cudnn_mare = 0;
+  double tolerance = 0;  // the max_rel limit of this point (check_tolerance for its dtype/op/accumulation)
   int reps = 0;
 };
 

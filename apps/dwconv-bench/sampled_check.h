@@ -9,19 +9,24 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_cuda.h"
 
 namespace cnn::bench {
 
 struct CheckResult {
   double max_rel = 0;
   double max_abs = 0;
+  double mare = 0;  // mean relative error over the samples, same floored denominator
   int samples = 0;
   std::string worst;  // "index (n,h,w,c) expected .. got .." of the largest relative error
 };
 
 // Largest max_rel a correct FP32 kernel may show (see sampled_check.cpp for the estimate).
 double check_tolerance();
+// Same for a data type / op / FP16 backward-filter accumulation (FP32: check_tolerance()).
+double check_tolerance(DType dtype, dwconv::DwconvOp op, dwconv::BfcAccum accum);
 
 CheckResult check_forward(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& y,
                           const dwconv::DwconvParams& p, uint64_t seed);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype.h"
+
 namespace cnn::dwconv {
 
 struct DwconvParams {
@@ -31,12 +33,25 @@ struct DwconvParams {
 };
 
 // Accumulation precision of the FP16 backward-filter kernels (issue "Flash-DWC-T"); FP32 BFC ignores it.
+//   fp32: every FP16 product is accumulated in FP32.
+//   ha (hybrid): runs of at most kBfcHaRun consecutive dY columns of one dY row (columns [32k, 32k+32) of the row)
+//        are accumulated in FP16 with fused multiply-adds (one FP16 rounding per step, ascending column order),
+//        and each run's FP16 partial is then added into FP32.
 enum class BfcAccum { fp32, ha };
+inline constexpr int kBfcHaRun = 32;
+const char* bfc_accum_name(BfcAccum a);  // "fp32", "ha"
 
 // ---- FP64 reference (oracle) -------------------------------------------------------------------------------
 void dwconv_forward_reference(const double* x, const double* w, const double* bias, double* y, const DwconvParams& p);
 void dwconv_backward_data_reference(const double* dy, const double* w, double* dx, const DwconvParams& p);
 void dwconv_backward_filter_reference(const double* x, const double* dy, double* dw, const DwconvParams& p);
+
+// Emulation of the FP16 backward-filter kernels on the host (x, dy hold FP16 values; dw is FP32): `fp32` sums the
+// exact products in FP32 (float FMA), `ha` follows the kernels' FP16 runs (each step rounded to FP16, then every
+// run's partial added into FP32). Per (tap, channel) the order is dY row by row, columns ascending, as in the kernels
+// (only the order of the FP32 merges across the kernels' accumulation chunks differs).
+void dwconv_backward_filter_reference_f16(const Half* x, const Half* dy, float* dw, const DwconvParams& p,
+                                          BfcAccum accum);
 
 // ---- FP32 CPU backend (OpenMP, vectorized over channels) ---------------------------------------------------
 void dwconv_forward_cpu(const float* x, const float* w, const float* bias, float* y, const DwconvParams& p);

@@ -1,8 +1,10 @@
-// CUDA entry points of the Flash-DWC kernels (FP32 CUDA-core GEMV family). Same math and shapes as dwconv.h;
-// all pointers are device pointers, work is enqueued on `stream`, nothing is allocated. Inputs need 16-byte
-// alignment for the vectorized paths (checked; other alignments take the masked path).
+// CUDA entry points of the Flash-DWC kernels: FP32 (CUDA-core GEMV family) and FP16 (tensor-core Flash-DWC-T and
+// CUDA-core FP16 kernels, FP32 accumulation). Same math and shapes as dwconv.h; all pointers are device pointers,
+// work is enqueued on `stream`, nothing is allocated. Inputs need 16-byte alignment for the vectorized paths
+// (checked; other alignments take the masked path).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -20,8 +22,21 @@ void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const
 void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                  cudaStream_t stream);
 
+// FP16 data, FP32 accumulation (products of FP16 values summed in FP32), FP16 outputs rounded once at the end.
+void dwconv_forward_cuda(const __half* x, const __half* w, const __half* bias, __half* y, const DwconvParams& p,
+                         cudaStream_t stream);
+void dwconv_backward_data_cuda(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
+                               cudaStream_t stream);
+// FP16 x and dy, FP32 dw (for FP32 master weights): dw is zeroed on `stream`, then the accumulation chunks merge
+// into it with FP32 atomics. `accum` selects FP32 or hybrid FP16/FP32 accumulation (dwconv.h, BfcAccum).
+void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                                 cudaStream_t stream);
+
 // Names the kernel path and its parameters the dispatcher picks for (op, shape), e.g.
 // "fwd gemv FW=7 TM=8 tile=4x32" or "bfc mega beta=8 TM=9+2 Z=264"; used by --verbose and the benchmark table.
 std::string dwconv_path_name(DwconvOp op, const DwconvParams& p);
+// Same for a data type (DType::f32 or DType::f16) and, for FP16 backward-filter, the accumulation mode, e.g.
+// "fwd f16 tc T4 ..." or "bfc f16 ha TM=9+2 ...". FP32 gives the same string as the overload above.
+std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, BfcAccum accum = BfcAccum::fp32);
 
 }  // namespace cnn::dwconv

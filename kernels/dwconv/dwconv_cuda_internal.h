@@ -20,8 +20,9 @@ struct ConvGeometry {
   bool flip = false;         // read the filter rotated by 180 degrees
 };
 
-// With CNN_DWCONV_VERBOSE=1 set, prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
-void log_dwconv_path(const char* op, const DwconvParams& p, const std::string& path);
+// CNN_DWCONV_VERBOSE=1: log_path_once prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
+bool dwconv_verbose();
+void log_path_once(const char* op, const DwconvParams& p, const std::string& path);
 
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
 ConvGeometry forward_geometry(const DwconvParams& p);

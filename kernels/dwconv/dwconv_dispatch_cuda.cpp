@@ -18,14 +18,6 @@ namespace {
 
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-bool verbose() {
-  static const bool on = [] {
-    const char* v = std::getenv("CNN_DWCONV_VERBOSE");
-    return v != nullptr && v[0] != '\0' && v[0] != '0';
-  }();
-  return on;
-}
-
 bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
 
 void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
@@ -52,8 +44,16 @@ std::string backward_data_path(const DwconvParams& p, bool aligned) {
 
 }  // namespace
 
-void log_dwconv_path(const char* op, const DwconvParams& p, const std::string& path) {
-  if (!verbose()) return;
+bool dwconv_verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNN_DWCONV_VERBOSE");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
+  if (!dwconv_verbose()) return;
   static std::mutex mu;
   static std::set<std::string> seen;
   const std::string key = str_cat(op, " ", p.str(), " -> ", path);
@@ -87,7 +87,7 @@ void dwconv_forward_cuda(const float* x, const float* w, const float* bias, floa
   p.validate("dwconv_forward_cuda");
   check_pointers("dwconv_forward_cuda", x, "x", w, "w", y, "y");
   const bool aligned = aligned16(x) && aligned16(w) && aligned16(bias) && aligned16(y);
-  log_dwconv_path("fwd", p, forward_path(p, aligned));
+  log_path_once("fwd", p, forward_path(p, aligned));
   const ConvGeometry g = forward_geometry(p);
   if (gemv_applies(p) && aligned)
     launch_dwconv_gemv(x, w, bias, y, g, gemv_config_for(g), stream);
@@ -100,7 +100,7 @@ void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const
   p.validate("dwconv_backward_data_cuda");
   check_pointers("dwconv_backward_data_cuda", dy, "dy", w, "w", dx, "dx");
   const bool aligned = aligned16(dy) && aligned16(w) && aligned16(dx);
-  log_dwconv_path("bdc", p, backward_data_path(p, aligned));
+  log_path_once("bdc", p, backward_data_path(p, aligned));
   const bool vec4 = p.c % 4 == 0 && aligned;
   if (p.stride_h == 1 && p.stride_w == 1) {
     const ConvGeometry g = backward_data_geometry_stride1(p);

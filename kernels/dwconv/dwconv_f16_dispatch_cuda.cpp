@@ -1,0 +1,121 @@
+// CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
+// tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3), the CUDA-core FP16 kernel for FW <= 3,
+// generic direct kernels otherwise; backward-filter on CUDA cores. CNN_DWCONV_VERBOSE=1 logs each new choice.
+#include <cstdint>
+
+#include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+#include "kernels/dwconv/dwconv_f16_internal.h"
+
+namespace cnn::dwconv {
+
+namespace {
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+enum class F16Path { tensor_core, cuda_core, direct };
+
+// Tensor cores pay off once a filter row has more than 3 taps (the source measured CUDA cores competitive only at
+// 3x3, where both are memory-bound); narrower rows run the CUDA-core FP16 kernel.
+F16Path choose(const ConvGeometry& g, bool aligned) {
+  if (g.stride_h != 1 || g.stride_w != 1 || g.c % 8 != 0 || !aligned) return F16Path::direct;
+  return g.fw <= kCcMaxFw ? F16Path::cuda_core : F16Path::tensor_core;
+}
+
+std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {
+  switch (path) {
+    case F16Path::tensor_core: {
+      const int theta = tc_theta_for(g.out_w);
+      return str_cat(op, " f16 tc T", theta, " tile=", 16 / theta, "x", 8 * theta, " BN=64 frags/row=",
+                     (g.fw + 8) / 9);
+    }
+    case F16Path::cuda_core:
+      return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64");
+    case F16Path::direct:
+      break;
+  }
+  const char* why = g.stride_h != 1 || g.stride_w != 1 ? "stride > 1" : (g.c % 8 ? "C % 8 != 0" : "unaligned pointers");
+  return str_cat(op, " f16 direct vec=", g.c % 8 == 0 && aligned ? 8 : 1, " (", why, ")");
+}
+
+void run_forward_style(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                       bool aligned, cudaStream_t stream) {
+  switch (choose(g, aligned)) {
+    case F16Path::tensor_core:
+      launch_dwconv_tc_f16(src, w, bias, dst, g, tc_theta_for(g.out_w), stream);
+      return;
+    case F16Path::cuda_core:
+      launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
+      return;
+    case F16Path::direct:
+      launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);
+      return;
+  }
+}
+
+std::string forward_path_f16(const DwconvParams& p, bool aligned) {
+  const ConvGeometry g = forward_geometry(p);
+  return describe("fwd", g, choose(g, aligned), aligned);
+}
+
+std::string backward_data_path_f16(const DwconvParams& p, bool aligned) {
+  if (p.stride_h == 1 && p.stride_w == 1) {
+    const ConvGeometry g = backward_data_geometry_stride1(p);
+    return describe("bdc", g, choose(g, aligned), aligned);
+  }
+  return str_cat("bdc f16 direct strided gather vec=", p.c % 8 == 0 && aligned ? 8 : 1);
+}
+
+void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
+                    const void* out, const char* out_name) {
+  CNN_CHECK(a != nullptr && b != nullptr && out != nullptr, op, ": null pointer among ", a_name, ", ", b_name, ", ",
+            out_name);
+}
+
+}  // namespace
+
+void dwconv_forward_cuda(const __half* x, const __half* w, const __half* bias, __half* y, const DwconvParams& p,
+                         cudaStream_t stream) {
+  p.validate("dwconv_forward_cuda(f16)");
+  check_pointers("dwconv_forward_cuda(f16)", x, "x", w, "w", y, "y");
+  const bool aligned = aligned16(x) && aligned16(w) && aligned16(bias) && aligned16(y);
+  log_path_once("fwd", p, forward_path_f16(p, aligned));
+  run_forward_style(x, w, bias, y, forward_geometry(p), aligned, stream);
+}
+
+void dwconv_backward_data_cuda(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
+                               cudaStream_t stream) {
+  p.validate("dwconv_backward_data_cuda(f16)");
+  check_pointers("dwconv_backward_data_cuda(f16)", dy, "dy", w, "w", dx, "dx");
+  const bool aligned = aligned16(dy) && aligned16(w) && aligned16(dx);
+  log_path_once("bdc", p, backward_data_path_f16(p, aligned));
+  if (p.stride_h == 1 && p.stride_w == 1)
+    run_forward_style(dy, w, nullptr, dx, backward_data_geometry_stride1(p), aligned, stream);
+  else
+    launch_dwconv_direct_f16_backward_data(dy, w, dx, p, p.c % 8 == 0 && aligned, stream);
+}
+
+void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                                 cudaStream_t stream) {
+  p.validate("dwconv_backward_filter_cuda(f16)");
+  check_pointers("dwconv_backward_filter_cuda(f16)", x, "x", dy, "dy", dw, "dw");
+  CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
+            "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
+  if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_path_name(p, accum, BfcF16Force{}));
+  launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
+}
+
+std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, BfcAccum accum) {
+  CNN_CHECK(dtype == DType::f32 || dtype == DType::f16, "dwconv_path_name: expected dtype f32 or f16, got ",
+            dtype_name(dtype));
+  if (dtype == DType::f32) return dwconv_path_name(op, p);
+  p.validate("dwconv_path_name");
+  switch (op) {
+    case DwconvOp::forward: return forward_path_f16(p, true);
+    case DwconvOp::backward_data: return backward_data_path_f16(p, true);
+    case DwconvOp::backward_filter: return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
+  }
+  return "unknown";
+}
+
+}  // namespace cnn::dwconv

@@ -1,0 +1,42 @@
+// Internal to kernels/dwconv: launchers of the FP16 depthwise kernels (FP16 data, FP32 accumulation) and the
+// dispatcher's per-shape choices, exposed so tests can run every path. Geometry as in dwconv_cuda_internal.h.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_cuda_internal.h"
+
+namespace cnn::dwconv {
+
+// ---- Tensor-core Flash-DWC-T (dwconv_f16_tc.cu): stride 1, C % 8 == 0, 16-byte aligned pointers, any FH x FW.
+// theta = 4, 2 or 1 (kernels T4, T2, T1; block tile (16/theta) x (8*theta) outputs x 64 channels).
+int tc_theta_for(int out_w);  // largest theta with OW >= 8*theta (1 for OW < 8)
+void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                          int theta, cudaStream_t stream);
+
+// ---- CUDA-core FP16 kernels (dwconv_f16_direct.cu).
+// Register-tiled kernel for narrow filters (FW <= 3): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x 8 channels
+// per thread, half8 loads, FP32 FMAs.
+inline constexpr int kCcMaxFw = 3;
+void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                          cudaStream_t stream);
+// Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
+void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
+                                      const ConvGeometry& g, bool vec8, cudaStream_t stream);
+void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
+                                            bool vec8, cudaStream_t stream);
+
+// ---- Backward-filter (dwconv_f16_bfc.cu): CUDA-core, 2 channels per lane (half2), FP32 or hybrid accumulation.
+struct BfcF16Force {
+  int tm = 0;  // > 0: every column tile this wide (1..9) instead of the planner's 9s plus one remainder tile
+  int z = 0;   // > 0: this many accumulation chunks (clamped to N*OH)
+};
+void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                           const BfcF16Force& force, cudaStream_t stream);
+std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force);
+
+}  // namespace cnn::dwconv

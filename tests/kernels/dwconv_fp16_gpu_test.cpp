@@ -1,0 +1,278 @@
+// FP16 depthwise kernels (tensor-core Flash-DWC-T, CUDA-core and direct FP16 kernels, FP16 backward-filter with
+// FP32 / hybrid accumulation) against the FP64 reference on FP16-rounded U(-1,1) inputs, and cuDNN's FP16
+// depthwise conv as the same-precision baseline. The host emulation of hybrid accumulation is tested on the CPU.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_cuda.h"
+#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "tests/kernels/dwconv_fp16_test_util.h"
+
+namespace cnn::dwconv {
+namespace {
+
+using f16test::Case;
+using f16test::HalfData;
+
+bool has_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
+
+// Device buffer of `n` elements of T (plus `offset` leading elements, to hand out misaligned pointers).
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n, size_t offset = 0) : n_(n), offset_(offset) {
+    EXPECT_EQ(cudaMalloc(&base_, (n + offset + 1) * sizeof(T)), cudaSuccess);
+  }
+  ~DeviceArray() { cudaFree(base_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return base_ + offset_; }
+  void upload(const void* host) const {
+    ASSERT_EQ(cudaMemcpy(get(), host, n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  void poison() const { ASSERT_EQ(cudaMemset(get(), 0xFF, n_ * sizeof(T)), cudaSuccess); }  // NaN in FP16 and FP32
+  template <class H>
+  std::vector<H> download() const {
+    std::vector<H> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+
+ private:
+  T* base_ = nullptr;
+  size_t n_, offset_;
+};
+
+std::vector<double> widen(const std::vector<Half>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = double(float(v[i]));
+  return out;
+}
+
+// Device results of the three ops on one case; outputs poisoned before each run.
+struct GpuResults {
+  std::vector<double> y, y_no_bias, dx, dw_fp32, dw_ha;
+};
+
+GpuResults run_gpu(const Case& k, const HalfData& d, size_t misalign) {
+  const DwconvParams p = k.params();
+  DeviceArray<__half> x(p.x_elems(), misalign), w(p.w_elems(), misalign), b(p.c, misalign), dy(p.y_elems(), misalign);
+  DeviceArray<__half> y(p.y_elems(), misalign), dx(p.x_elems(), misalign);
+  DeviceArray<float> dw(p.w_elems());
+  x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
+  y.poison(), dx.poison();
+  dwconv_forward_cuda(x.get(), w.get(), b.get(), y.get(), p, nullptr);
+  dwconv_backward_data_cuda(dy.get(), w.get(), dx.get(), p, nullptr);
+  GpuResults r;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  r.y = widen(y.download<Half>());
+  y.poison();
+  dwconv_forward_cuda(x.get(), w.get(), nullptr, y.get(), p, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  r.y_no_bias = widen(y.download<Half>());
+  r.dx = widen(dx.download<Half>());
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    dw.poison();
+    dwconv_backward_filter_cuda(x.get(), dy.get(), dw.get(), p, accum, nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got = dw.download<float>();
+    (accum == BfcAccum::ha ? r.dw_ha : r.dw_fp32).assign(got.begin(), got.end());
+  }
+  return r;
+}
+
+// MARE bound on the awkward shapes: FP16 outputs carry a rounding error of at most 2^-11 relative (mean ~2^-13),
+// FP32 accumulation adds far less; 2e-3 leaves room while a dropped or doubled tap (error ~1/sqrt(K) relative, >= 1e-2
+// for K <= 2601 taps) fails.
+constexpr double kMareBound = 2e-3;
+
+void check_case(const Case& k, uint64_t seed, size_t misalign, bool compare_cudnn) {
+  const DwconvParams p = k.params();
+  const std::string name = p.str() + " seed=" + std::to_string(seed) + " misalign=" + std::to_string(misalign);
+  const HalfData d = f16test::make_data(p, seed);
+  const f16test::References ref = f16test::references(p, d);
+  const GpuResults g = run_gpu(k, d, misalign);
+
+  const f16test::ErrorStats fwd = f16test::compare(g.y, ref.y, ref.y_mag, f16test::fp16_output_bound(p.fh * p.fw + 1));
+  const int taps_dx = ((p.fh + p.stride_h - 1) / p.stride_h) * ((p.fw + p.stride_w - 1) / p.stride_w);
+  const f16test::ErrorStats bdc = f16test::compare(g.dx, ref.dx, ref.dx_mag, f16test::fp16_output_bound(taps_dx));
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  const f16test::ErrorStats bfc = f16test::compare(g.dw_fp32, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+  // HA vs its host emulation: identical FP16 runs, only the order of the FP32 merges differs (<= one FP32 rounding
+  // per run, chunk and atomic add, each <= 2^-24 of the running magnitude).
+  const double merges = l_terms / kBfcHaRun + 2.0 * p.n * p.oh() + 2;  // runs + chunk atomics
+  const f16test::ErrorStats ha_emu = f16test::compare(g.dw_ha, ref.dw_ha_emulated, ref.dw_mag,
+                                                      f16test::fp32_output_bound(merges));
+  const f16test::ErrorStats ha = f16test::compare(g.dw_ha, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms));
+
+  const std::string paths = " [" + dwconv_path_name(DwconvOp::forward, p, DType::f16) + " | " +
+                            dwconv_path_name(DwconvOp::backward_data, p, DType::f16) + " | " +
+                            dwconv_path_name(DwconvOp::backward_filter, p, DType::f16, BfcAccum::ha) + "]";
+  std::printf("%s%s\n  MARE fwd %.3e bdc %.3e bfc(fp32) %.3e bfc(ha) %.3e\n", name.c_str(), paths.c_str(), fwd.mare,
+              bdc.mare, bfc.mare, ha.mare);
+  f16test::expect_ok(fwd, "forward " + name + paths);
+  f16test::expect_ok(bdc, "backward-data " + name + paths);
+  f16test::expect_ok(bfc, "backward-filter fp32 " + name + paths);
+  f16test::expect_ok(ha_emu, "backward-filter ha vs host emulation " + name + paths);
+  f16test::expect_ok(ha, "backward-filter ha vs FP64 (worst-case HA bound) " + name + paths);
+  EXPECT_LE(fwd.mare, kMareBound) << "forward " << name << paths;
+  EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name << paths;
+  EXPECT_LE(bfc.mare, kMareBound) << "backward-filter fp32 " << name << paths;
+
+  if (!compare_cudnn) return;
+  const f16test::CudnnMare cu = f16test::cudnn_mare(p, d, ref);
+  std::printf("  cuDNN FP16 MARE fwd(no bias) %.3e bdc %.3e bfc %.3e\n", cu.fwd, cu.bdc, cu.bfc);
+  // Same-precision baseline rule: no worse than 2x cuDNN's FP16 error on the same inputs (forward without bias,
+  // as cuDNN's convolution call computes it).
+  const double fwd_no_bias = f16test::mare_of(g.y_no_bias, ref.y_no_bias);
+  if (cu.fwd >= 0) {
+    EXPECT_LE(fwd_no_bias, 2 * cu.fwd) << "forward vs cuDNN FP16 " << name << paths;
+  }
+  if (cu.bdc >= 0) {
+    EXPECT_LE(bdc.mare, 2 * cu.bdc) << "backward-data vs cuDNN FP16 " << name << paths;
+  }
+  if (cu.bfc >= 0) {
+    EXPECT_LE(bfc.mare, 2 * cu.bfc) << "backward-filter vs cuDNN FP16 " << name << paths;
+  }
+}
+
+Case same(int n, int h, int w, int c, int fh, int fw) {
+  return {n, h, w, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2};
+}
+
+TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 500;
+  for (int f : {1, 3, 7, 13, 31, 51}) check_case(same(1, 17, 34, 72, f, f), seed++, 0, true);
+  check_case(same(1, 17, 34, 72, 51, 5), seed++, 0, true);
+  check_case(same(1, 17, 34, 72, 5, 51), seed++, 0, true);
+  check_case({2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, seed++, 0, true);     // stride 2
+  check_case({1, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3}, seed++, 0, true);     // stride 2, larger filter
+  check_case({1, 17, 34, 72, 4, 6, 1, 1, 1, 2, 3, 2}, seed++, 0, false);    // even filter, asymmetric padding
+  check_case({1, 17, 34, 72, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // padding > F-1: backward-data crops
+  check_case({1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3}, seed++, 0, false);    // stride 2, asymmetric padding
+  check_case(same(1, 17, 34, 12, 7, 7), seed++, 0, true);                   // C % 8 != 0
+  check_case(same(1, 17, 34, 7, 3, 3), seed++, 0, true);                    // C odd
+  check_case(same(2, 9, 7, 40, 29, 29), seed++, 0, true);                   // output narrower than 8: T1
+  check_case(same(1, 17, 20, 136, 11, 11), seed++, 0, true);                // T2, three channel blocks
+}
+
+TEST(DwconvFp16Gpu, MisalignedPointersTakeDirectPathAndMatch) {
+  SKIP_WITHOUT_GPU();
+  check_case(same(1, 17, 34, 72, 7, 7), 77, 1, false);
+  check_case(same(1, 17, 34, 64, 3, 3), 78, 3, false);
+}
+
+TEST(DwconvFp16Gpu, LargerShapesMatchReference) {
+  SKIP_WITHOUT_GPU();
+  check_case(same(2, 40, 70, 128, 17, 17), 4242, 0, true);
+  check_case(same(1, 32, 32, 256, 51, 51), 4243, 0, false);
+}
+
+// The dispatcher picks one kernel per shape; every forward-style kernel must be right on every shape class.
+TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 9100;
+  for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(2, 13, 70, 64, 9, 9), same(1, 9, 20, 8, 29, 29),
+                        same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 128, 5, 51), same(1, 17, 34, 72, 2, 2),
+                        Case{1, 17, 34, 72, 3, 10, 1, 1, 4, 0, 0, 12}}) {
+    const DwconvParams p = k.params();
+    const HalfData d = f16test::make_data(p, seed++);
+    const f16test::References ref = f16test::references(p, d);
+    DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
+    x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
+    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
+    for (int variant = 0; variant < 5; ++variant) {
+      if (variant == 4 && p.fw > kCcMaxFw) continue;
+      y.poison(), dx.poison();
+      std::string what;
+      if (variant < 3) {
+        const int theta = 1 << variant;
+        what = "tc T" + std::to_string(theta);
+        launch_dwconv_tc_f16(x.get(), w.get(), b.get(), y.get(), gf, theta, nullptr);
+        launch_dwconv_tc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, theta, nullptr);
+      } else if (variant == 3) {
+        what = "direct vec8";
+        launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
+        launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
+      } else {
+        what = "cuda-core";
+        launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
+        launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
+      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
+      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw));
+      f16test::expect_ok(fwd, "forward " + name);
+      f16test::expect_ok(bdc, "backward-data " + name);
+      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
+      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+    }
+  }
+}
+
+// Every backward-filter column tiling and Z split, both accumulations.
+TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
+  SKIP_WITHOUT_GPU();
+  const Case k = same(2, 19, 37, 66, 11, 11);
+  const DwconvParams p = k.params();
+  const HalfData d = f16test::make_data(p, 31337);
+  const f16test::References ref = f16test::references(p, d);
+  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
+  DeviceArray<float> dw(p.w_elems());
+  x.upload(d.x.data()), dy.upload(d.dy.data());
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  for (int tm = 1; tm <= 9; ++tm)
+    for (int z : {1, 5, 38}) {
+      for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+        dw.poison();
+        const BfcF16Force force{tm, z};
+        launch_dwconv_bfc_f16(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> got_f = dw.download<float>();
+        const std::vector<double> got(got_f.begin(), got_f.end());
+        const std::string name = dwconv_bfc_f16_path_name(p, accum, force) + " " + p.str() + " seed=31337";
+        if (accum == BfcAccum::fp32) {
+          f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms)), name);
+        } else {
+          const double merges = l_terms / kBfcHaRun + 2.0 * p.n * p.oh() + 2;  // runs + chunk atomics
+          f16test::expect_ok(
+              f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
+        }
+      }
+    }
+}
+
+TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
+  DwconvParams p;
+  p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
+  __half dummy{};
+  float dummy_f = 0;
+  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+  p.fh = 3, p.stride_h = 0;
+  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
+  p.stride_h = 1;
+  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, &dummy, &dummy_f, p, BfcAccum::ha, nullptr), cnn::Error);
+}
+
+}  // namespace
+}  // namespace cnn::dwconv
