@@ -42,6 +42,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, LoaderConfig conf
   // Workers are the parallelism; OpenCV's own thread pool inside resize would only oversubscribe the cores.
   cv::setNumThreads(1);
   slots_.resize(size_t(config_.prefetch));
+  host_images_.resize(size_t(config_.prefetch));
+  host_labels_.resize(size_t(config_.prefetch));
   if (config_.device.is_cuda()) {
     stager_ = std::make_unique<DeviceStager>(config_.device, config_.prefetch);
     const Shape shape{config_.batch_size, t.image_size, t.image_size, t.channels};
@@ -181,9 +183,19 @@ void DataLoader::open_batch(int64_t batch, int slot) {
       s.images = staging_images_[size_t(slot)].slice(0, 0, s.rows);
       s.labels = staging_labels_[size_t(slot)].slice(0, 0, s.rows);
     } else {
-      s.images = Tensor::empty({s.rows, t.image_size, t.image_size, t.channels}, config_.dtype, Device::cpu(),
+      // Reuse this slot's previous buffers once the consumer has dropped every handle to them (fresh pages would
+      // cost a page fault per 4 KiB on every batch); a batch still held elsewhere gets new ones.
+      Tensor& images = host_images_[size_t(slot)];
+      Tensor& labels = host_labels_[size_t(slot)];
+      if (!images.defined() || images.storage().use_count() > 1 || images.size(0) != s.rows) {
+        images = Tensor::empty({s.rows, t.image_size, t.image_size, t.channels}, config_.dtype, Device::cpu(),
                                "loader batch images");
-      s.labels = Tensor::empty({s.rows}, DType::i64, Device::cpu(), "loader batch labels");
+      }
+      if (!labels.defined() || labels.storage().use_count() > 1 || labels.size(0) != s.rows) {
+        labels = Tensor::empty({s.rows}, DType::i64, Device::cpu(), "loader batch labels");
+      }
+      s.images = images;
+      s.labels = labels;
     }
   } catch (...) {
     s.error = std::current_exception();

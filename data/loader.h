@@ -103,6 +103,7 @@ class DataLoader {
   LoaderConfig config_;
   int64_t row_elems_ = 0;  // S * S * C
   std::vector<Tensor> staging_images_, staging_labels_;  // pinned, one pair per slot (device batches)
+  std::vector<Tensor> host_images_, host_labels_;        // recycled per slot (host batches)
   std::unique_ptr<DeviceStager> stager_;
 
   mutable std::mutex mu_;

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "core/error.h"
 #include "data/image_decode.h"
@@ -57,27 +60,36 @@ ScaleFactor plan_scale(int width, int height, const SamplePlan& plan, const Tran
   return {};
 }
 
-// C channels (1 or 3) known at compile time: the inner loop unrolls and the scale/shift reads stay in bounds.
-template <int C, class T, class Convert>
-void write_rows(const cv::Mat& img, bool flip, const float* scale, const float* shift, T* dst, Convert convert) {
-  const int w = img.cols;
-  for (int y = 0; y < img.rows; ++y) {
-    const uint8_t* src = img.ptr<uint8_t>(y);
-    T* row = dst + int64_t(y) * w * C;
-    for (int x = 0; x < w; ++x) {
-      const uint8_t* p = src + (flip ? w - 1 - x : x) * C;
-      for (int k = 0; k < C; ++k) row[x * C + k] = convert(float(p[k]) * scale[k] + shift[k]);
-    }
+// One output row; C channels (1 or 3) known at compile time, so the inner loop unrolls and reads stay in bounds.
+template <int C>
+void normalize_row(const uint8_t* src, int w, bool flip, const float* scale, const float* shift, float* dst) {
+  for (int x = 0; x < w; ++x) {
+    const uint8_t* p = src + (flip ? w - 1 - x : x) * C;
+    for (int k = 0; k < C; ++k) dst[x * C + k] = float(p[k]) * scale[k] + shift[k];
   }
 }
 
-template <class T, class Convert>
-void write_any(const cv::Mat& img, bool flip, const float* scale, const float* shift, T* dst, Convert convert) {
-  if (img.channels() == 3) {
-    write_rows<3>(img, flip, scale, shift, dst, convert);
-  } else {
-    write_rows<1>(img, flip, scale, shift, dst, convert);
+#if defined(__x86_64__)
+// F16C rounds to nearest even like float_to_half_bits, so both paths give identical bits.
+__attribute__((target("avx,f16c"))) void floats_to_half_f16c(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
+  for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
+}
+#endif
+
+void floats_to_half(const float* src, uint16_t* dst, int64_t n) {
+#if defined(__x86_64__)
+  static const bool has_f16c = __builtin_cpu_supports("f16c");
+  if (has_f16c) {
+    floats_to_half_f16c(src, dst, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
 
 }  // namespace
@@ -218,12 +230,19 @@ void write_normalized(const cv::Mat& img, bool flip, const TransformConfig& c, D
     scale[k] = 1.0f / (255.0f * c.std[size_t(k)]);
     shift[k] = -c.mean[size_t(k)] / c.std[size_t(k)];
   }
-  if (dtype == DType::f32) {
-    write_any(img, flip, scale, shift, static_cast<float*>(dst), [](float v) { return v; });
-  } else if (dtype == DType::f16) {
-    write_any(img, flip, scale, shift, static_cast<uint16_t*>(dst), [](float v) { return float_to_half_bits(v); });
-  } else {
-    throw Error(str_cat("write_normalized: output dtype must be f32 or f16, got ", dtype_name(dtype)));
+  CNN_CHECK(dtype == DType::f32 || dtype == DType::f16, "write_normalized: output dtype must be f32 or f16, got ",
+            dtype_name(dtype));
+  const int w = img.cols, row_elems = w * c.channels;
+  thread_local std::vector<float> scratch;  // one f32 row before its conversion to f16
+  if (dtype == DType::f16) scratch.resize(size_t(row_elems));
+  for (int y = 0; y < img.rows; ++y) {
+    float* out = dtype == DType::f32 ? static_cast<float*>(dst) + int64_t(y) * row_elems : scratch.data();
+    if (c.channels == 3) {
+      normalize_row<3>(img.ptr<uint8_t>(y), w, flip, scale, shift, out);
+    } else {
+      normalize_row<1>(img.ptr<uint8_t>(y), w, flip, scale, shift, out);
+    }
+    if (dtype == DType::f16) floats_to_half(out, static_cast<uint16_t*>(dst) + int64_t(y) * row_elems, row_elems);
   }
 }
 
