@@ -1,6 +1,8 @@
 // Synthetic JPEG trees (OpenCV drawing + TurboJPEG encoding) and the timed loader loop.
 #include "data/data_bench.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,12 @@ namespace cnn::data {
 namespace {
 
 namespace fs = std::filesystem;
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 // Word stream of one image: Philox blocks of counter (image, block) under the tree's key.
 class Words {
@@ -117,10 +125,12 @@ DataBenchResult run_data_bench(std::shared_ptr<const Dataset> dataset, const Loa
   };
   pull();
   const auto t1 = Clock::now();
+  const double cpu0 = process_cpu_seconds();
   r.first_batch_seconds = std::chrono::duration<double>(t1 - t0).count();
   while (std::chrono::duration<double>(Clock::now() - t1).count() < seconds) r.images += pull().labels.numel();
   if (config.device.is_cuda()) Context::get(config.device).synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  r.cpu_seconds = process_cpu_seconds() - cpu0;
   r.images_per_second = double(r.images) / r.seconds;
   r.bad_samples = loader.bad_samples();
   return r;

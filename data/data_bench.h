@@ -29,6 +29,7 @@ struct DataBenchResult {
   double seconds = 0;              // time for them
   double images_per_second = 0;
   double first_batch_seconds = 0;  // start-up latency (epoch start to first batch)
+  double cpu_seconds = 0;          // process CPU time (user + system, all threads) over the measured window
   int64_t bad_samples = 0;
 };
 // Pulls batches (starting a new epoch when one ends) for about `seconds` after the first batch; device batches

@@ -87,6 +87,10 @@ void run(const Options& o) {
   std::printf("first batch after %.3f s\n", r.first_batch_seconds);
   std::printf("%lld images in %.2f s: %.1f images/s (%.1f per worker), bad samples %lld\n", (long long)r.images,
               r.seconds, r.images_per_second, r.images_per_second / c.workers, (long long)r.bad_samples);
+  // CPU time per image does not depend on how many cores other processes leave free: the per-core rate.
+  std::printf("process CPU %.2f s (%.2f cores busy): %.3f ms CPU per image, %.1f images/s per busy core\n",
+              r.cpu_seconds, r.cpu_seconds / r.seconds, 1e3 * r.cpu_seconds / double(r.images),
+              double(r.images) / r.cpu_seconds);
 }
 
 }  // namespace
