@@ -100,7 +100,8 @@ class LayerNorm : public Module {
   double eps_;
 };
 
-// BatchNorm2d on NHWC. Buffers running_mean (C) = 0, running_var (C) = 1 (FP32), num_batches_tracked () i64.
+// BatchNorm2d on NHWC. Buffers running_mean (C) = 0, running_var (C) = 1 (FP32; f64 after to(f64)),
+// num_batches_tracked () i64 counting training forwards. weight = ones, bias = zeros (no decay).
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
@@ -112,7 +113,7 @@ class BatchNorm2d : public Module {
   Tensor bias;                 // (C)
   Tensor running_mean;         // (C)
   Tensor running_var;          // (C)
-  Tensor num_batches_tracked;  // () i64, on the CPU with the other buffers' moves
+  Tensor num_batches_tracked;  // () i64, host-resident (stays on the CPU through Module::to)
 
  private:
   double eps_, momentum_;

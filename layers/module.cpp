@@ -28,10 +28,12 @@ void Module::register_parameter(const std::string& name, Tensor* slot, bool deca
   params_.push_back({name, slot, decay});
 }
 
-void Module::register_buffer(const std::string& name, Tensor* slot) {
+void Module::register_buffer(const std::string& name, Tensor* slot, bool host_resident) {
   check_new_name(name);
   CNN_CHECK(slot != nullptr && slot->defined(), type_name_, ": buffer '", name, "' is undefined");
-  buffers_.push_back({name, slot});
+  CNN_CHECK(!host_resident || !slot->device().is_cuda(), type_name_, ": host-resident buffer '", name,
+            "' must be created on the cpu, got ", slot->str());
+  buffers_.push_back({name, slot, host_resident});
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
@@ -87,7 +89,7 @@ void Module::to(Device device) {
   for (auto& p : params_)
     if (p.slot->device() != device) *p.slot = as_parameter(p.slot->to(device));
   for (auto& b : buffers_)
-    if (b.slot->device() != device) *b.slot = b.slot->to(device);
+    if (!b.host_resident && b.slot->device() != device) *b.slot = b.slot->to(device);
   for (auto& c : children_) c.second->to(device);
 }
 

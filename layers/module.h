@@ -69,7 +69,8 @@ class Module {
   std::vector<Tensor> parameters() const;
   int64_t parameter_count() const;  // total elements of all parameters
 
-  // Moves / converts every parameter and buffer (parameters stay leaves requiring grad; gradients are dropped).
+  // Moves / converts every parameter and buffer (parameters stay leaves requiring grad; gradients are dropped;
+  // host-resident buffers stay on the CPU).
   // to(f16 / bf16) converts parameters only; floating buffers become f32 (running statistics stay FP32).
   void to(Device device);
   void to(DType dtype);
@@ -90,7 +91,8 @@ class Module {
   // The tensor is marked requires_grad. decay defaults to true for >= 2-D tensors.
   void register_parameter(const std::string& name, Tensor* slot);
   void register_parameter(const std::string& name, Tensor* slot, bool decay);
-  void register_buffer(const std::string& name, Tensor* slot);
+  // host_resident buffers stay on the CPU through to(Device) (counters the host updates, e.g. num_batches_tracked).
+  void register_buffer(const std::string& name, Tensor* slot, bool host_resident = false);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     add_child(name, child);
@@ -108,6 +110,7 @@ class Module {
   struct BufferSlot {
     std::string name;
     Tensor* slot;
+    bool host_resident;
   };
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   void check_new_name(const std::string& name) const;

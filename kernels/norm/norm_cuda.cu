@@ -1,0 +1,324 @@
+// CUDA LayerNorm (one warp per row) and BatchNorm (per-channel column sums in fixed row chunks, ordered combine,
+// elementwise apply): kernels, then launchers, then the exported entries. FP32 arithmetic for f32 and f16 data.
+#include <algorithm>
+
+#include "core/cuda_check.h"
+#include "core/cuda_dtype.cuh"
+#include "kernels/norm/norm_cuda.h"
+
+namespace cnn::kernels {
+
+namespace {
+
+constexpr int kColThreads = 128;         // channels per block of the column-sum kernels
+constexpr int kRowsPerBlock = 8;         // warps (rows) per block of the LayerNorm kernels
+constexpr int kElemBlock = 256;          // threads of the elementwise kernels
+constexpr int64_t kMinChunkRows = 64;    // rows per partial at least (amortises the partial write)
+constexpr int64_t kMaxChunks = 1024;     // partials per channel at most (grid.y limit and combine cost)
+
+// Fixed split of the rows into chunks: depends only on the shape, so sums are reproducible.
+int64_t rows_per_chunk(int64_t rows) {
+  const int64_t chunks = std::clamp<int64_t>((rows + kMinChunkRows - 1) / kMinChunkRows, 1, kMaxChunks);
+  return (rows + chunks - 1) / chunks;
+}
+int64_t chunk_count(int64_t rows) {
+  const int64_t per = rows_per_chunk(rows);
+  return (rows + per - 1) / per;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+enum class ColMode { sum, sq_dev, grad_channel_stats, grad_row_stats };
+
+// Partial column sums over one row chunk (blockIdx.y) for one channel per thread:
+//   sum: a;  sq_dev: (a - mean[c])^2;  grad_*: (a * xhat, a) with a = dy, xhat from b = x and per-channel
+//   (BatchNorm) or per-row (LayerNorm) statistics.
+template <class T, ColMode M>
+__global__ void column_partial_kernel(const T* __restrict__ a, const T* __restrict__ b, const float* __restrict__ mean,
+                                      const float* __restrict__ rstd, int64_t rows, int64_t c, int64_t per_chunk,
+                                      float* __restrict__ part0, float* __restrict__ part1) {
+  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  const int64_t r0 = blockIdx.y * per_chunk, r1 = min(rows, r0 + per_chunk);
+  float s0 = 0.f, s1 = 0.f;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t i = r * c + ch;
+    const float v = widen(a[i]);
+    if constexpr (M == ColMode::sum) {
+      s0 += v;
+    } else if constexpr (M == ColMode::sq_dev) {
+      const float d = v - mean[ch];
+      s0 += d * d;
+    } else {
+      const int64_t s = M == ColMode::grad_channel_stats ? ch : r;
+      s0 += v * (widen(b[i]) - mean[s]) * rstd[s];
+      s1 += v;
+    }
+  }
+  part0[blockIdx.y * c + ch] = s0;
+  if constexpr (M == ColMode::grad_channel_stats || M == ColMode::grad_row_stats) part1[blockIdx.y * c + ch] = s1;
+}
+
+__global__ void bn_mean_kernel(const float* __restrict__ part, int64_t chunks, int64_t c, int64_t rows,
+                               float* __restrict__ mean) {
+  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  float s = 0.f;
+  for (int64_t k = 0; k < chunks; ++k) s += part[k * c + ch];
+  mean[ch] = s / float(rows);
+}
+
+__global__ void bn_var_kernel(const float* __restrict__ part, int64_t chunks, int64_t c, int64_t rows, float eps,
+                              const float* __restrict__ mean, float* __restrict__ rstd, float* running_mean,
+                              float* running_var, bool update, float momentum) {
+  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  float s = 0.f;
+  for (int64_t k = 0; k < chunks; ++k) s += part[k * c + ch];
+  const float var = s / float(rows);
+  rstd[ch] = 1.0f / sqrtf(var + eps);
+  if (update) {
+    const float unbiased = rows > 1 ? var * (float(rows) / float(rows - 1)) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean[ch];
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
+  }
+}
+
+// Ordered combine of the gradient partials: FP32 sums for the dx pass, T copies for the outputs (if non-null).
+template <class T>
+__global__ void grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
+                                    int64_t c, float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma,
+                                    T* dbeta) {
+  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  float s0 = 0.f, s1 = 0.f;
+  for (int64_t k = 0; k < chunks; ++k) {
+    s0 += part0[k * c + ch];
+    s1 += part1[k * c + ch];
+  }
+  sum0[ch] = s0;
+  sum1[ch] = s1;
+  if (dgamma) dgamma[ch] = device_cast<T>(s0);
+  if (dbeta) dbeta[ch] = device_cast<T>(s1);
+}
+
+__global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* __restrict__ rv, int64_t c, float eps,
+                                     float* __restrict__ mean, float* __restrict__ rstd) {
+  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  mean[ch] = rm[ch];
+  rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
+}
+
+template <class T>
+__global__ void batchnorm_forward_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
+                                         const T* __restrict__ beta, const float* __restrict__ mean,
+                                         const float* __restrict__ rstd, T* __restrict__ y, int64_t n, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = i % c;
+    y[i] = device_cast<T>((widen(x[i]) - mean[ch]) * rstd[ch] * widen(gamma[ch]) + widen(beta[ch]));
+  }
+}
+
+template <class T>
+__global__ void batchnorm_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                             const T* __restrict__ gamma, const float* __restrict__ mean,
+                                             const float* __restrict__ rstd, const float* __restrict__ sum_gx,
+                                             const float* __restrict__ sum_g, T* __restrict__ dx, int64_t n,
+                                             int64_t c, float inv_rows, bool training) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = i % c;
+    const float k = widen(gamma[ch]) * rstd[ch], d = widen(dy[i]);
+    if (!training) {
+      dx[i] = device_cast<T>(k * d);
+    } else {
+      const float xhat = (widen(x[i]) - mean[ch]) * rstd[ch];
+      dx[i] = device_cast<T>(k * (d - sum_g[ch] * inv_rows - xhat * sum_gx[ch] * inv_rows));
+    }
+  }
+}
+
+template <class T>
+__global__ void layernorm_forward_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
+                                         const T* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean,
+                                         float* __restrict__ rstd, int64_t rows, int64_t c, float eps) {
+  const int64_t row = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;  // one warp per row
+  if (row >= rows) return;
+  const int lane = threadIdx.x;
+  const T* xr = x + row * c;
+  float s = 0.f;
+  for (int64_t i = lane; i < c; i += 32) s += widen(xr[i]);
+  const float mu = warp_sum(s) / float(c);
+  float v = 0.f;
+  for (int64_t i = lane; i < c; i += 32) {
+    const float d = widen(xr[i]) - mu;
+    v += d * d;
+  }
+  const float rs = 1.0f / sqrtf(warp_sum(v) / float(c) + eps);
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
+  }
+  T* yr = y + row * c;
+  for (int64_t i = lane; i < c; i += 32)
+    yr[i] = device_cast<T>((widen(xr[i]) - mu) * rs * widen(gamma[i]) + widen(beta[i]));
+}
+
+template <class T>
+__global__ void layernorm_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                             const T* __restrict__ gamma, const float* __restrict__ mean,
+                                             const float* __restrict__ rstd, T* __restrict__ dx, int64_t rows,
+                                             int64_t c) {
+  const int64_t row = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
+  if (row >= rows) return;
+  const int lane = threadIdx.x;
+  const T *xr = x + row * c, *dyr = dy + row * c;
+  const float mu = mean[row], rs = rstd[row];
+  float sg = 0.f, sgx = 0.f;
+  for (int64_t i = lane; i < c; i += 32) {
+    const float g = widen(dyr[i]) * widen(gamma[i]);
+    sg += g;
+    sgx += g * (widen(xr[i]) - mu) * rs;
+  }
+  sg = warp_sum(sg) / float(c);
+  sgx = warp_sum(sgx) / float(c);
+  T* dxr = dx + row * c;
+  for (int64_t i = lane; i < c; i += 32) {
+    const float g = widen(dyr[i]) * widen(gamma[i]);
+    dxr[i] = device_cast<T>(rs * (g - sg - (widen(xr[i]) - mu) * rs * sgx));
+  }
+}
+
+// ---- launchers ------------------------------------------------------------------------------------------------
+
+unsigned channel_blocks(int64_t c) { return unsigned((c + kColThreads - 1) / kColThreads); }
+
+template <class T, ColMode M>
+void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
+                           float* part0, float* part1, cudaStream_t s) {
+  const dim3 grid(channel_blocks(p.c), unsigned(chunk_count(p.rows)));
+  column_partial_kernel<T, M><<<grid, kColThreads, 0, s>>>(a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows),
+                                                           part0, part1);
+  CNN_CHECK_LAUNCH("norm column partial sums");
+}
+
+// Workspace layout (floats): part0 (chunks, C), part1 (chunks, C), sum0 (C), sum1 (C).
+struct Ws {
+  float *part0, *part1, *sum0, *sum1;
+};
+Ws split(float* ws, const NormParams& p) {
+  const int64_t pc = chunk_count(p.rows) * p.c;
+  return {ws, ws + pc, ws + 2 * pc, ws + 2 * pc + p.c};
+}
+
+void check(const char* op, const NormParams& p, const void* ws) {
+  CNN_CHECK(p.rows >= 1 && p.c >= 1, op, ": expected rows, C >= 1, got rows=", p.rows, " C=", p.c);
+  CNN_CHECK(p.eps > 0.0, op, ": expected eps > 0, got ", p.eps);
+  CNN_CHECK(ws != nullptr, op, ": null workspace");
+}
+
+}  // namespace
+
+size_t norm_workspace_bytes(const NormParams& p) {
+  return size_t(2 * chunk_count(std::max<int64_t>(p.rows, 1)) * p.c + 2 * p.c) * sizeof(float);
+}
+
+template <class T>
+void layernorm_forward_cuda(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd,
+                            const NormParams& p, cudaStream_t s) {
+  check("layernorm_forward_cuda", p, x);
+  const unsigned blocks = unsigned((p.rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  layernorm_forward_kernel<T><<<blocks, dim3(32, kRowsPerBlock), 0, s>>>(x, gamma, beta, y, mean, rstd, p.rows, p.c,
+                                                                         float(p.eps));
+  CNN_CHECK_LAUNCH("layernorm_forward");
+}
+
+template <class T>
+void layernorm_backward_cuda(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
+                             T* dgamma, T* dbeta, const NormParams& p, float* workspace, cudaStream_t s) {
+  check("layernorm_backward_cuda", p, workspace);
+  if (dx != nullptr) {
+    const unsigned blocks = unsigned((p.rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    layernorm_backward_dx_kernel<T><<<blocks, dim3(32, kRowsPerBlock), 0, s>>>(dy, x, gamma, mean, rstd, dx, p.rows,
+                                                                               p.c);
+    CNN_CHECK_LAUNCH("layernorm_backward dx");
+  }
+  if (dgamma == nullptr && dbeta == nullptr) return;
+  const Ws w = split(workspace, p);
+  launch_column_partial<T, ColMode::grad_row_stats>(dy, x, mean, rstd, p, w.part0, w.part1, s);
+  grad_combine_kernel<T><<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c,
+                                                                     w.sum0, w.sum1, dgamma, dbeta);
+  CNN_CHECK_LAUNCH("layernorm_backward dgamma/dbeta");
+}
+
+template <class T>
+void batchnorm_stats_cuda(const T* x, float* mean, float* rstd, float* running_mean, float* running_var,
+                          const NormParams& p, const BatchNormUpdate& u, float* workspace, cudaStream_t s) {
+  check("batchnorm_stats_cuda", p, workspace);
+  CNN_CHECK(!u.update_running || (running_mean != nullptr && running_var != nullptr),
+            "batchnorm_stats_cuda: running statistics to update are null");
+  const Ws w = split(workspace, p);
+  const int64_t chunks = chunk_count(p.rows);
+  launch_column_partial<T, ColMode::sum>(x, nullptr, nullptr, nullptr, p, w.part0, nullptr, s);
+  bn_mean_kernel<<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, chunks, p.c, p.rows, mean);
+  CNN_CHECK_LAUNCH("batchnorm mean");
+  launch_column_partial<T, ColMode::sq_dev>(x, nullptr, mean, nullptr, p, w.part0, nullptr, s);
+  bn_var_kernel<<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, chunks, p.c, p.rows, float(p.eps), mean, rstd,
+                                                            running_mean, running_var, u.update_running,
+                                                            float(u.momentum));
+  CNN_CHECK_LAUNCH("batchnorm variance");
+}
+
+void batchnorm_eval_stats_cuda(const float* running_mean, const float* running_var, float* mean, float* rstd,
+                               const NormParams& p, cudaStream_t s) {
+  check("batchnorm_eval_stats_cuda", p, running_mean);
+  bn_eval_stats_kernel<<<channel_blocks(p.c), kColThreads, 0, s>>>(running_mean, running_var, p.c, float(p.eps), mean,
+                                                                   rstd);
+  CNN_CHECK_LAUNCH("batchnorm eval statistics");
+}
+
+template <class T>
+void batchnorm_forward_cuda(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd, T* y,
+                            const NormParams& p, cudaStream_t s) {
+  check("batchnorm_forward_cuda", p, x);
+  const int64_t n = p.rows * p.c;
+  batchnorm_forward_kernel<T><<<grid_for(n, kElemBlock), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, y, n, p.c);
+  CNN_CHECK_LAUNCH("batchnorm_forward");
+}
+
+template <class T>
+void batchnorm_backward_cuda(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
+                             T* dgamma, T* dbeta, const NormParams& p, bool training, float* workspace,
+                             cudaStream_t s) {
+  check("batchnorm_backward_cuda", p, workspace);
+  const Ws w = split(workspace, p);
+  launch_column_partial<T, ColMode::grad_channel_stats>(dy, x, mean, rstd, p, w.part0, w.part1, s);
+  grad_combine_kernel<T><<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c,
+                                                                     w.sum0, w.sum1, dgamma, dbeta);
+  CNN_CHECK_LAUNCH("batchnorm_backward dgamma/dbeta");
+  if (dx == nullptr) return;
+  const int64_t n = p.rows * p.c;
+  batchnorm_backward_dx_kernel<T><<<grid_for(n, kElemBlock), kElemBlock, 0, s>>>(
+      dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, n, p.c, 1.0f / float(p.rows), training);
+  CNN_CHECK_LAUNCH("batchnorm_backward dx");
+}
+
+#define CNN_NORM_CUDA(T)                                                                                            \
+  template void layernorm_forward_cuda<T>(const T*, const T*, const T*, T*, float*, float*, const NormParams&,      \
+                                          cudaStream_t);                                                            \
+  template void layernorm_backward_cuda<T>(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,    \
+                                           const NormParams&, float*, cudaStream_t);                                \
+  template void batchnorm_stats_cuda<T>(const T*, float*, float*, float*, float*, const NormParams&,                \
+                                        const BatchNormUpdate&, float*, cudaStream_t);                              \
+  template void batchnorm_forward_cuda<T>(const T*, const T*, const T*, const float*, const float*, T*,            \
+                                          const NormParams&, cudaStream_t);                                         \
+  template void batchnorm_backward_cuda<T>(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,    \
+                                           const NormParams&, bool, float*, cudaStream_t);
+CNN_NORM_CUDA(float)
+CNN_NORM_CUDA(__half)
+#undef CNN_NORM_CUDA
+
+}  // namespace cnn::kernels
