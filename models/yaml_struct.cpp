@@ -148,6 +148,7 @@ std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
+  if (!is_plain_scalar(node)) return "the string \"" + node.Scalar() + "\"";
   return "'" + node.Scalar() + "'";
 }
 
@@ -204,8 +205,8 @@ YAML::Node MapReader::value_of(const std::string& key, bool required) const {
       return e.value;
     }
   }
-  CNN_CHECK(!required, where(file_, node_), path_.empty() ? "document" : path_, ": missing required key '", key,
-            "'");
+  if (required)
+    throw Error(str_cat(where(file_, node_), path_.empty() ? "document" : path_, ": missing required key '", key, "'"));
   return YAML::Node();
 }
 

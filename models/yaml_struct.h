@@ -54,7 +54,7 @@ std::optional<std::string> as_string(const YAML::Node& node);
 
 // "file:line:col: " for a node ("file: " when yaml-cpp has no position for it).
 std::string where(const std::string& file, const YAML::Node& node);
-// The value as the user wrote it, for "got ..." ('seven', a map, a list, nothing).
+// The value as the user wrote it, for "got ...": 'seven', the string "7" (quoted), a map, a list, nothing.
 std::string describe(const YAML::Node& node);
 
 // Reads the keys of one YAML map into a struct. Every key must be consumed by required()/optional()/... before
