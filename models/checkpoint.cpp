@@ -52,10 +52,14 @@ std::vector<Slot> slots(const Module& model) {
 Shape reference_shape(const Slot& s) {
   const Shape& d = s.tensor.shape();
   switch (s.layout) {
-    case Layout::dense_conv: return {d[0], d[3], d[1], d[2]};  // (K, R, S, C) -> (K, C, R, S)
-    case Layout::depthwise: return {d[2], 1, d[0], d[1]};      // (FH, FW, C) -> (C, 1, FH, FW)
-    case Layout::pointwise: return {d[0], d[1], 1, 1};         // (K, C) -> (K, C, 1, 1)
-    case Layout::plain: break;
+    case Layout::dense_conv:
+      return {d[0], d[3], d[1], d[2]};  // (K, R, S, C) -> (K, C, R, S)
+    case Layout::depthwise:
+      return {d[2], 1, d[0], d[1]};  // (FH, FW, C) -> (C, 1, FH, FW)
+    case Layout::pointwise:
+      return {d[0], d[1], 1, 1};  // (K, C) -> (K, C, 1, 1)
+    case Layout::plain:
+      break;
   }
   return d;
 }
@@ -66,10 +70,14 @@ DType reference_dtype(const Tensor& t) { return dtype_is_floating(t.dtype()) ? D
 Tensor to_reference(const Slot& s) {
   Tensor t = s.tensor.to(Device::cpu()).to(reference_dtype(s.tensor));
   switch (s.layout) {
-    case Layout::dense_conv: return t.permute({0, 3, 1, 2}).contiguous();
-    case Layout::depthwise: return t.permute({2, 0, 1}).contiguous().reshape(reference_shape(s));
-    case Layout::pointwise: return t.contiguous().reshape(reference_shape(s));
-    case Layout::plain: break;
+    case Layout::dense_conv:
+      return t.permute({0, 3, 1, 2}).contiguous();
+    case Layout::depthwise:
+      return t.permute({2, 0, 1}).contiguous().reshape(reference_shape(s));
+    case Layout::pointwise:
+      return t.contiguous().reshape(reference_shape(s));
+    case Layout::plain:
+      break;
   }
   return t.contiguous();
 }
@@ -78,10 +86,14 @@ Tensor to_reference(const Slot& s) {
 Tensor from_reference(const Slot& s, const Tensor& ref) {
   const Shape& d = s.tensor.shape();
   switch (s.layout) {
-    case Layout::dense_conv: return ref.contiguous().permute({0, 2, 3, 1}).contiguous();
-    case Layout::depthwise: return ref.contiguous().reshape({d[2], d[0], d[1]}).permute({1, 2, 0}).contiguous();
-    case Layout::pointwise: return ref.contiguous().reshape(d);
-    case Layout::plain: break;
+    case Layout::dense_conv:
+      return ref.contiguous().permute({0, 2, 3, 1}).contiguous();
+    case Layout::depthwise:
+      return ref.contiguous().reshape({d[2], d[0], d[1]}).permute({1, 2, 0}).contiguous();
+    case Layout::pointwise:
+      return ref.contiguous().reshape(d);
+    case Layout::plain:
+      break;
   }
   return ref.contiguous();
 }
@@ -125,8 +137,8 @@ void import_state_dict(Module& model, const std::map<std::string, Tensor>& tenso
     const bool kind_ok = dtype_is_floating(t.dtype()) == dtype_is_floating(s.tensor.dtype());
     if (t.shape() != reference_shape(s) || !kind_ok)
       wrong.push_back(str_cat(s.name, " (expected ", dtype_name(reference_dtype(s.tensor)), " ",
-                              shape_str(reference_shape(s)), ", got ", dtype_name(t.dtype()), " ",
-                              shape_str(t.shape()), ")"));
+                              shape_str(reference_shape(s)), ", got ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                              ")"));
   }
   for (const auto& [name, t] : tensors)
     if (!by_name.count(name)) unexpected.push_back(name);

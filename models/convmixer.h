@@ -12,10 +12,10 @@ namespace cnn {
 
 struct ConvMixerConfig {
   ModelCommon common;
-  int dim = 0;                     // h: channels
-  int depth = 0;                   // d: blocks
-  int kernel_size = 9;             // depthwise kernel (odd)
-  int patch_size = 7;              // stem kernel = stride
+  int dim = 0;                      // h: channels
+  int depth = 0;                    // d: blocks
+  int kernel_size = 9;              // depthwise kernel (odd)
+  int patch_size = 7;               // stem kernel = stride
   std::string activation = "gelu";  // gelu | relu (timm convmixer_768_32 uses relu)
 };
 

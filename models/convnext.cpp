@@ -16,17 +16,17 @@ ConvNeXtConfig parse_convnext_config(ys::MapReader& r, const ModelCommon& common
   r.optional("mlp_ratio", c.mlp_ratio, ys::int_at_least(1));
   r.optional("ls_init_value", c.ls_init_value, ys::number_in(0.0, 1.0));
   r.optional("norm_eps", c.norm_eps, ys::number_in(1e-12, 1e-2));
-  r.required_struct_list<ConvNeXtStageConfig>(
-      "stages", c.stages, ys::Length{1, 8}, [](ys::MapReader& s, ConvNeXtStageConfig& st) {
-        s.required("depth", st.depth, ys::int_at_least(1));
-        s.required("dim", st.dim, ys::int_at_least(1));
-        s.required("kernel_size", st.kernel_size, ys::odd_int_at_least(1));
-      });
+  r.required_struct_list<ConvNeXtStageConfig>("stages", c.stages, ys::Length{1, 8},
+                                              [](ys::MapReader& s, ConvNeXtStageConfig& st) {
+                                                s.required("depth", st.depth, ys::int_at_least(1));
+                                                s.required("dim", st.dim, ys::int_at_least(1));
+                                                s.required("kernel_size", st.kernel_size, ys::odd_int_at_least(1));
+                                              });
   return c;
 }
 
-ConvNeXtBlock::ConvNeXtBlock(const ConvNeXtConfig& c, int dim, int kernel_size, double drop_path,
-                             uint32_t layer_id, const BuildOptions& options)
+ConvNeXtBlock::ConvNeXtBlock(const ConvNeXtConfig& c, int dim, int kernel_size, double drop_path, uint32_t layer_id,
+                             const BuildOptions& options)
     : Module("ConvNeXtBlock") {
   conv_dw_ = register_module("conv_dw", make_depthwise(dim, kernel_size, kernel_size, 1, true, options));
   norm_ = register_module("norm", std::make_shared<LayerNorm>(dim, c.norm_eps));
@@ -57,8 +57,8 @@ ConvNeXtStage::ConvNeXtStage(const ConvNeXtConfig& c, int index, const std::vect
   }
   blocks_ = register_module("blocks", std::make_shared<Sequential>());
   for (int j = 0; j < st.depth; ++j)
-    blocks_->add(std::make_shared<ConvNeXtBlock>(c, st.dim, st.kernel_size, block_drop[size_t(j)], layer_id++,
-                                                 options));
+    blocks_->add(
+        std::make_shared<ConvNeXtBlock>(c, st.dim, st.kernel_size, block_drop[size_t(j)], layer_id++, options));
 }
 
 Tensor ConvNeXtStage::forward(const ForwardContext& ctx, const Tensor& x) {
@@ -79,8 +79,8 @@ ConvNeXt::ConvNeXt(const ConvNeXtConfig& config, const BuildOptions& options)
     : Model("ConvNeXt", config.common), config_(config) {
   const auto& st = config.stages;
   stem_ = register_module("stem", std::make_shared<Sequential>());
-  stem_->add(std::make_shared<Conv2d>(config.common.in_channels, st[0].dim, config.patch_size, config.patch_size, 0,
-                                      true));
+  stem_->add(
+      std::make_shared<Conv2d>(config.common.in_channels, st[0].dim, config.patch_size, config.patch_size, 0, true));
   stem_->add(std::make_shared<LayerNorm>(st[0].dim, config.norm_eps));
   int64_t total = 0;
   for (const auto& s : st) total += s.depth;
@@ -93,8 +93,8 @@ ConvNeXt::ConvNeXt(const ConvNeXtConfig& config, const BuildOptions& options)
     stages_->add(std::make_shared<ConvNeXtStage>(config, int(i), block_drop, layer_id, options));
     first += size_t(st[i].depth);
   }
-  head_ = register_module("head", std::make_shared<PoolNormHead>(st.back().dim, config.common.num_classes,
-                                                                 config.norm_eps));
+  head_ = register_module("head",
+                          std::make_shared<PoolNormHead>(st.back().dim, config.common.num_classes, config.norm_eps));
 }
 
 Tensor ConvNeXt::forward(const ForwardContext& ctx, const Tensor& x) {

@@ -112,8 +112,8 @@ std::string resolve_model_config(const std::string& name_or_path, const std::str
   std::error_code ec;
   if (fs::is_directory(d, ec))
     for (const std::string& n : model_names(d)) known += (known.empty() ? "" : ", ") + n;
-  throw Error(str_cat("unknown model '", name_or_path, "' (no ", file.string(), "; known: ",
-                      known.empty() ? "none" : known, ")"));
+  throw Error(str_cat("unknown model '", name_or_path, "' (no ", file.string(),
+                      "; known: ", known.empty() ? "none" : known, ")"));
 }
 
 std::shared_ptr<Model> build_model(const ModelConfig& config, const BuildOptions& options) {

@@ -21,12 +21,12 @@ RepLKNetConfig parse_replknet_config(ys::MapReader& r, const ModelCommon& common
   r.optional("dw_ratio", c.dw_ratio, ys::positive_number());
   r.optional("ffn_ratio", c.ffn_ratio, ys::positive_number());
   r.optional("small_kernel_merged", c.small_kernel_merged, ys::any_bool());
-  r.required_struct_list<RepLKNetStageConfig>(
-      "stages", c.stages, ys::Length{1, 8}, [](ys::MapReader& s, RepLKNetStageConfig& st) {
-        s.required("depth", st.depth, ys::int_at_least(1));
-        s.required("channels", st.channels, ys::int_at_least(1));
-        s.required("kernel_size", st.kernel_size, ys::odd_int_at_least(1));
-      });
+  r.required_struct_list<RepLKNetStageConfig>("stages", c.stages, ys::Length{1, 8},
+                                              [](ys::MapReader& s, RepLKNetStageConfig& st) {
+                                                s.required("depth", st.depth, ys::int_at_least(1));
+                                                s.required("channels", st.channels, ys::int_at_least(1));
+                                                s.required("kernel_size", st.kernel_size, ys::odd_int_at_least(1));
+                                              });
   for (size_t i = 0; i < c.stages.size(); ++i)
     if (c.small_kernel > c.stages[i].kernel_size)
       r.fail("small_kernel", str_cat("expected <= every stage's kernel_size, got ", c.small_kernel, " > stages[", i,
@@ -40,8 +40,7 @@ std::shared_ptr<ConvBn> pointwise_bn(int64_t in, int64_t out, bool relu) {
   return std::make_shared<ConvBn>(std::make_shared<PointwiseConv2d>(in, out, false), out, relu);
 }
 
-std::shared_ptr<ConvBn> depthwise_bn(int64_t channels, int kernel, int stride, bool relu,
-                                     const BuildOptions& options) {
+std::shared_ptr<ConvBn> depthwise_bn(int64_t channels, int kernel, int stride, bool relu, const BuildOptions& options) {
   return std::make_shared<ConvBn>(make_depthwise(channels, kernel, kernel, stride, false, options), channels, relu);
 }
 
@@ -62,8 +61,8 @@ class RepLKNetStage : public Module {
 ReparamLargeKernelConv::ReparamLargeKernelConv(int64_t channels, int kernel, int small_kernel, bool merged,
                                                const BuildOptions& options)
     : Module("ReparamLargeKernelConv") {
-  CNN_CHECK(small_kernel <= kernel, "ReparamLargeKernelConv: expected small kernel <= large kernel, got ",
-            small_kernel, " > ", kernel);
+  CNN_CHECK(small_kernel <= kernel, "ReparamLargeKernelConv: expected small kernel <= large kernel, got ", small_kernel,
+            " > ", kernel);
   if (merged) {
     reparam_ = register_module("lkb_reparam", make_depthwise(channels, kernel, kernel, 1, true, options));
     return;
@@ -155,13 +154,12 @@ RepLKNet::RepLKNet(const RepLKNetConfig& config, const BuildOptions& options)
     const int64_t c = st[i].channels;
     auto stage = stages_->add(std::make_shared<RepLKNetStage>());
     for (int j = 0; j < st[i].depth; ++j, ++block) {
-      auto lk = std::make_shared<RepLKBlock>(c, int64_t(double(c) * config.dw_ratio), st[i].kernel_size,
-                                             config.small_kernel, config.small_kernel_merged, rates[block],
-                                             layer_id++, options);
+      auto lk =
+          std::make_shared<RepLKBlock>(c, int64_t(double(c) * config.dw_ratio), st[i].kernel_size, config.small_kernel,
+                                       config.small_kernel_merged, rates[block], layer_id++, options);
       stage->blocks->add(lk);
       replk_blocks_.push_back(lk);
-      stage->blocks->add(
-          std::make_shared<ConvFFN>(c, int64_t(double(c) * config.ffn_ratio), rates[block], layer_id++));
+      stage->blocks->add(std::make_shared<ConvFFN>(c, int64_t(double(c) * config.ffn_ratio), rates[block], layer_id++));
     }
     stage_list_.push_back(stage);
     if (i + 1 < st.size()) {

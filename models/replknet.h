@@ -14,17 +14,17 @@
 namespace cnn {
 
 struct RepLKNetStageConfig {
-  int depth = 0;         // (RepLK block, ConvFFN) pairs
+  int depth = 0;  // (RepLK block, ConvFFN) pairs
   int channels = 0;
   int kernel_size = 31;  // large depthwise kernel (odd)
 };
 
 struct RepLKNetConfig {
   ModelCommon common;
-  int small_kernel = 5;               // parallel small depthwise kernel (odd, <= every large kernel)
-  double dw_ratio = 1.0;              // depthwise channels = int(channels * dw_ratio)
-  double ffn_ratio = 4.0;             // ConvFFN hidden = int(channels * ffn_ratio)
-  bool small_kernel_merged = false;   // build the re-parameterised form (lkb_reparam) directly
+  int small_kernel = 5;              // parallel small depthwise kernel (odd, <= every large kernel)
+  double dw_ratio = 1.0;             // depthwise channels = int(channels * dw_ratio)
+  double ffn_ratio = 4.0;            // ConvFFN hidden = int(channels * ffn_ratio)
+  bool small_kernel_merged = false;  // build the re-parameterised form (lkb_reparam) directly
   std::vector<RepLKNetStageConfig> stages;
 };
 

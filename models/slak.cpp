@@ -98,8 +98,8 @@ SLaK::SLaK(const SLaKConfig& config, const BuildOptions& options) : Model("SLaK"
   for (size_t i = 0; i < st.size(); ++i) {
     auto stage = std::make_shared<Sequential>();
     for (int j = 0; j < st[i].depth; ++j, ++block)
-      stage->add(std::make_shared<SLaKBlock>(config, config.width(i), st[i].kernel_size, rates[block], layer_id++,
-                                             options));
+      stage->add(
+          std::make_shared<SLaKBlock>(config, config.width(i), st[i].kernel_size, rates[block], layer_id++, options));
     stage_list_.push_back(stages_->add(stage));
   }
   pool_ = register_module("pool", std::make_shared<GlobalAvgPool>());
@@ -110,7 +110,8 @@ SLaK::SLaK(const SLaKConfig& config, const BuildOptions& options) : Model("SLaK"
 Tensor SLaK::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
   Tensor h = x;
-  for (size_t i = 0; i < stage_list_.size(); ++i) h = stage_list_[i]->forward(ctx, downsample_list_[i]->forward(ctx, h));
+  for (size_t i = 0; i < stage_list_.size(); ++i)
+    h = stage_list_[i]->forward(ctx, downsample_list_[i]->forward(ctx, h));
   return head_->forward(ctx, norm_->forward(ctx, pool_->forward(ctx, h)));
 }
 

@@ -42,8 +42,8 @@ void check_duplicates(const YAML::Node& node, const std::string& file, const std
     const std::string key_path = path.empty() ? key : path + "." + key;
     auto [pos, fresh] = seen.emplace(key, it->first.Mark());
     if (!fresh)
-      throw Error(str_cat(where(file, it->first), key_path, ": duplicate key (first at line ", position(pos->second),
-                          ")"));
+      throw Error(
+          str_cat(where(file, it->first), key_path, ": duplicate key (first at line ", position(pos->second), ")"));
     check_duplicates(it->second, file, key_path);
   }
 }
@@ -77,7 +77,9 @@ Rule<double> number_in(double lo, double hi, bool hi_open) {
   return {str_cat("a number in [", lo, ", ", hi, hi_open ? ")" : "]"),
           [lo, hi, hi_open](const double& v) { return v >= lo && (hi_open ? v < hi : v <= hi); }};
 }
-Rule<double> positive_number() { return {"a number > 0", [](const double& v) { return v > 0; }}; }
+Rule<double> positive_number() {
+  return {"a number > 0", [](const double& v) { return v > 0; }};
+}
 Rule<bool> any_bool() { return {"true or false", {}}; }
 Rule<std::string> any_string() { return {"a string", {}}; }
 Rule<std::string> one_of(const std::vector<std::string>& choices) {
@@ -155,13 +157,13 @@ std::string describe(const YAML::Node& node) {
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
     : node_(node), file_(std::move(file)), path_(std::move(path)) {
   if (!node.IsMap())
-    throw Error(str_cat(where(file_, node), path_.empty() ? "document" : path_, ": expected a map, got ",
-                        describe(node)));
+    throw Error(
+        str_cat(where(file_, node), path_.empty() ? "document" : path_, ": expected a map, got ", describe(node)));
   check_duplicates(node, file_, path_);
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar())
-      throw Error(str_cat(where(file_, it->first), path_.empty() ? "document" : path_,
-                          ": expected a plain key, got ", describe(it->first)));
+      throw Error(str_cat(where(file_, it->first), path_.empty() ? "document" : path_, ": expected a plain key, got ",
+                          describe(it->first)));
     entries_.push_back({it->first.Scalar(), it->first, it->second});
   }
 }
@@ -178,8 +180,7 @@ void MapReader::optional(const std::string& key, int& out, const Rule<int64_t>& 
   known_.insert(key);
 }
 
-void MapReader::required_list(const std::string& key, std::vector<int>& out, Length length,
-                              const Rule<int64_t>& rule) {
+void MapReader::required_list(const std::string& key, std::vector<int>& out, Length length, const Rule<int64_t>& rule) {
   std::vector<int64_t> wide;
   required_list(key, wide, length, rule);
   out.clear();

@@ -1,10 +1,11 @@
 // Checkpoint interop: reference names and PyTorch shapes, layout conversion, bit-exact export -> import round
 // trip through safetensors, and strict-load errors listing missing / unexpected / wrong-shaped keys.
+#include "models/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
-#include "models/checkpoint.h"
 #include "models/registry.h"
 #include "tests/models/model_test_util.h"
 #include "tests/support/numeric.h"

@@ -16,17 +16,17 @@ namespace {
 // Parameter counts (weights and biases, not buffers), independently computed from the reference definitions
 // (timm convnext.py / convmixer.py, RepLKNet-pytorch replknet.py, SLaK models/SLaK.py).
 const std::map<std::string, int64_t> kExpectedParams = {
-    {"convnext_tiny", 28589128},         // timm convnext_tiny
-    {"convnext_tiny_k9", 28801096},      // + 96+192+384+768 channels * (81 - 49) * blocks
+    {"convnext_tiny", 28589128},     // timm convnext_tiny
+    {"convnext_tiny_k9", 28801096},  // + 96+192+384+768 channels * (81 - 49) * blocks
     {"convnext_tiny_k31", 34630216},
     {"convnext_nano_fmnist", 360490},
-    {"convmixer_768_32", 21110248},      // timm convmixer_768_32
-    {"convmixer_1536_20", 51625960},     // timm convmixer_1536_20
+    {"convmixer_768_32", 21110248},   // timm convmixer_768_32
+    {"convmixer_1536_20", 51625960},  // timm convmixer_1536_20
     {"convmixer_1536_20_k11", 52854760},
     {"convmixer_128_6_k7_p2", 142730},
-    {"replknet_31b", 79864168},          // the paper's "79M"
+    {"replknet_31b", 79864168},  // the paper's "79M"
     {"replknet_tiny_test", 72634},
-    {"slak_tiny", 50703838},             // dense tensors of SLaK-T (the paper's 30M counts the sparse weights)
+    {"slak_tiny", 50703838},  // dense tensors of SLaK-T (the paper's 30M counts the sparse weights)
     {"slak_tiny_dense", 60818614},
     {"slak_tiny_test", 80334},
 };
@@ -74,21 +74,21 @@ TEST(ModelConfigs, UnknownNameListsKnownModels) {
 
 // A valid ConvNeXt config whose line 15 is stage 2's kernel_size (value at column 18).
 const char* kGood =
-    "family: convnext\n"      // 1
-    "in_channels: 1\n"        // 2
-    "num_classes: 10\n"       // 3
-    "input_size: 28\n"        // 4
-    "patch_size: 2\n"         // 5
-    "stages:\n"               // 6
-    "  - depth: 1\n"          // 7
-    "    dim: 8\n"            // 8
-    "    kernel_size: 3\n"    // 9
-    "  - depth: 1\n"          // 10
-    "    dim: 16\n"           // 11
-    "    kernel_size: 3\n"    // 12
-    "  - depth: 1\n"          // 13
-    "    dim: 32\n"           // 14
-    "    kernel_size: 3\n";   // 15
+    "family: convnext\n"     // 1
+    "in_channels: 1\n"       // 2
+    "num_classes: 10\n"      // 3
+    "input_size: 28\n"       // 4
+    "patch_size: 2\n"        // 5
+    "stages:\n"              // 6
+    "  - depth: 1\n"         // 7
+    "    dim: 8\n"           // 8
+    "    kernel_size: 3\n"   // 9
+    "  - depth: 1\n"         // 10
+    "    dim: 16\n"          // 11
+    "    kernel_size: 3\n"   // 12
+    "  - depth: 1\n"         // 13
+    "    dim: 32\n"          // 14
+    "    kernel_size: 3\n";  // 15
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const size_t pos = s.find(from);
@@ -194,8 +194,9 @@ TEST_F(BadModelYaml, CrossFieldCheck) {
       "family: replknet\nin_channels: 3\nnum_classes: 10\ninput_size: 64\nsmall_kernel: 9\nstages:\n"
       "  - depth: 1\n    channels: 8\n    kernel_size: 7\n";
   const std::string e = error(text);
-  EXPECT_EQ(e, path_ + ":5:15: small_kernel: expected <= every stage's kernel_size, got 9 > "
-                                 "stages[0].kernel_size = 7");
+  EXPECT_EQ(e, path_ +
+                   ":5:15: small_kernel: expected <= every stage's kernel_size, got 9 > "
+                   "stages[0].kernel_size = 7");
 }
 
 TEST_F(BadModelYaml, FamilySpecificKeyRejectedElsewhere) {

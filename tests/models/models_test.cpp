@@ -120,14 +120,17 @@ TEST(RepLKNetReparam, MergedKernelIsFoldedSumOfBranches) {
   const auto sd = export_state_dict(model);
   const std::string p = "stages.0.blocks.0.large_kernel.";
   auto at = [&](const std::string& name, int64_t i) { return double(sd.at(p + name).to_vector<float>()[size_t(i)]); };
-  auto scale = [&](const std::string& bn) { return at(bn + ".weight", 0) / std::sqrt(at(bn + ".running_var", 0) + 1e-5); };
+  auto scale = [&](const std::string& bn) {
+    return at(bn + ".weight", 0) / std::sqrt(at(bn + ".running_var", 0) + 1e-5);
+  };
   const double wl = at("lkb_origin.conv.weight", 6 * 13 + 6), ws = at("small_conv.conv.weight", 1 * 3 + 1);
   const double expected_w = wl * scale("lkb_origin.bn") + ws * scale("small_conv.bn");
   const double expected_b = at("lkb_origin.bn.bias", 0) - at("lkb_origin.bn.running_mean", 0) * scale("lkb_origin.bn") +
                             at("small_conv.bn.bias", 0) - at("small_conv.bn.running_mean", 0) * scale("small_conv.bn");
   const auto merged = export_state_dict(*reparameterize(model));
   // FP32 rounding of the folded terms (FP64 math, one f32 rounding per stored value).
-  EXPECT_NEAR(merged.at(p + "lkb_reparam.weight").to_vector<float>()[6 * 13 + 6], expected_w, 1e-6 + 1e-6 * std::fabs(expected_w));
+  EXPECT_NEAR(merged.at(p + "lkb_reparam.weight").to_vector<float>()[6 * 13 + 6], expected_w,
+              1e-6 + 1e-6 * std::fabs(expected_w));
   EXPECT_NEAR(merged.at(p + "lkb_reparam.bias").to_vector<float>()[0], expected_b, 1e-6 + 1e-6 * std::fabs(expected_b));
 }
 
