@@ -2,6 +2,7 @@
 // ConvNeXt / ConvMixer, the reference definitions' for RepLKNet / SLaK), and bad YAML gives the documented errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -59,6 +60,16 @@ TEST(ModelConfigs, Convmixer768UsesReluLikeTimm) {
   EXPECT_EQ(c.activation, "relu");
   EXPECT_EQ(c.kernel_size, 7);
   EXPECT_EQ(c.patch_size, 7);
+}
+
+TEST(ModelConfigs, NamesResolveThroughTheSourceDirectory) {
+  // ctest sets CNN_SOURCE_DIR; without CNN_MODEL_CONFIG_DIR names resolve under $CNN_SOURCE_DIR/configs/models.
+  if (std::getenv("CNN_MODEL_CONFIG_DIR")) GTEST_SKIP() << "CNN_MODEL_CONFIG_DIR overrides the source directory";
+  EXPECT_EQ(model_config_dir(), test::models_dir());
+  auto model = build_model("convmixer_128_6_k7_p2", 5);
+  EXPECT_EQ(model->common().name, "convmixer_128_6_k7_p2");
+  EXPECT_EQ(model->common().family, "convmixer");
+  EXPECT_EQ(model->init_scheme(), InitScheme::pytorch_default);
 }
 
 TEST(ModelConfigs, UnknownNameListsKnownModels) {

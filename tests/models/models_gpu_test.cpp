@@ -62,6 +62,17 @@ TEST_P(ModelsGpu, ForwardBackwardMatchesCpu) {
   }
 }
 
+// The harness itself on the CPU (runs without a GPU): two CPU runs agree bitwise, so any GPU difference above
+// comes from the device.
+TEST(ModelsDeviceHarness, CpuRunsAreReproducible) {
+  const DeviceRun a = run_on("slak_tiny_test", Device::cpu(), 17);
+  const DeviceRun b = run_on("slak_tiny_test", Device::cpu(), 17);
+  EXPECT_TRUE(test::bitwise_equal(a.logits, b.logits, "logits"));
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i)
+    EXPECT_TRUE(test::bitwise_equal(a.params[i].tensor.grad(), b.params[i].tensor.grad(), a.params[i].name));
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, ModelsGpu,
                          ::testing::Values("convmixer_128_6_k7_p2", "convnext_nano_fmnist", "replknet_tiny_test",
                                            "slak_tiny_test"));
