@@ -138,6 +138,12 @@ Tensor matmul(Tape* tape, const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  if (x.defined() && x.dim() > 2 && w.defined() && w.dim() == 2 && x.size(-1) == w.size(1)) {
+    // (..., K): the GEMM over the flattened rows, e.g. a 1x1 conv on NHWC activations.
+    Shape out = x.shape();
+    out.back() = w.size(0);
+    return reshape(tape, linear(tape, reshape(tape, x, {-1, x.size(-1)}), w, bias), out);
+  }
   check_float_pair("linear", x, w);
   CNN_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1), "linear: expected x (M, K) and w (N, K), got ",
             x.str(), " and ", w.str());

@@ -19,7 +19,8 @@ Tensor mean_except_last(Tape* tape, const Tensor& x);  // (..., C) -> (C)
 
 // a (M, K) @ b (K, N) -> (M, N)
 Tensor matmul(Tape* tape, const Tensor& a, const Tensor& b);
-// PyTorch Linear: x (M, K), w (N, K), bias (N) or undefined -> y = x w^T + bias, (M, N).
+// PyTorch Linear: x (M, K), w (N, K), bias (N) or undefined -> y = x w^T + bias, (M, N). x may also be
+// (..., K) (e.g. NHWC activations: a 1x1 conv); it is flattened to (M, K) and the result reshaped to (..., N).
 Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias);
 
 Tensor relu(Tape* tape, const Tensor& x);

@@ -77,11 +77,10 @@ int64_t Module::parameter_count() const {
 }
 
 namespace {
-// A fresh leaf (own autograd identity) holding `t`, requiring grad.
-Tensor as_parameter(const Tensor& t) {
-  Tensor p = t.clone();
-  p.set_requires_grad(true);
-  return p;
+// `t` is a fresh tensor from to() (no autograd meta yet): it becomes a new leaf requiring grad.
+Tensor as_parameter(Tensor t) {
+  t.set_requires_grad(true);
+  return t;
 }
 }  // namespace
 

@@ -103,14 +103,11 @@ Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tens
 }
 
 Tensor linear_nd(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  CNN_CHECK(x.defined() && x.dim() >= 1, "linear: expected x (..., K), got ", x.defined() ? x.str() : "undefined");
+  CNN_CHECK(x.defined() && x.dim() >= 2, "linear: expected x (..., K) with at least 2 axes, got ",
+            x.defined() ? x.str() : "undefined");
   CNN_CHECK(w.defined() && w.dim() == 2 && w.size(1) == x.size(-1), "linear: expected weight (N, ", x.size(-1),
             ") for x ", x.str(), ", got ", w.defined() ? w.str() : "undefined");
-  if (x.dim() == 2) return linear(tape, x, w, bias);
-  Shape out = x.shape();
-  out.back() = w.size(0);
-  const Tensor y = linear(tape, reshape(tape, x, {-1, x.size(-1)}), w, bias);
-  return reshape(tape, y, out);
+  return linear(tape, x, w, bias);
 }
 
 Tensor layer_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {

@@ -29,8 +29,9 @@ struct DwGeometry {
 Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
                         dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32);
 
-// PyTorch Linear over the last axis of any-rank x (..., K): w (N, K), bias (N) or undefined -> (..., N).
-// A 1x1 convolution on NHWC activations is this op (a GEMM over (N*H*W) x C).
+// PyTorch Linear over the last axis of x (..., K), at least 2 axes: w (N, K), bias (N) or undefined -> (..., N).
+// A 1x1 convolution on NHWC activations is this op (a GEMM over (N*H*W) x C). Same as ops::linear, with the
+// weight-shape error phrased for layers.
 Tensor linear_nd(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias);
 
 // LayerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, FP32 statistics
