@@ -1,0 +1,49 @@
+// ConvMixer: config binding and modules (names as timm: stem.0, stem.2, blocks.i.0.fn.0, blocks.i.0.fn.2,
+// blocks.i.1, blocks.i.3, head).
+#include "models/convmixer.h"
+
+namespace cnn {
+
+namespace ys = yaml_struct;
+
+ConvMixerConfig parse_convmixer_config(ys::MapReader& r, const ModelCommon& common) {
+  ConvMixerConfig c;
+  c.common = common;
+  r.required("dim", c.dim, ys::int_at_least(1));
+  r.required("depth", c.depth, ys::int_at_least(1));
+  r.required("kernel_size", c.kernel_size, ys::odd_int_at_least(1));
+  r.required("patch_size", c.patch_size, ys::int_at_least(1));
+  r.required("activation", c.activation, ys::one_of({"gelu", "relu"}));
+  return c;
+}
+
+ConvMixer::ConvMixer(const ConvMixerConfig& config, const BuildOptions& options)
+    : Model("ConvMixer", config.common), config_(config) {
+  const int h = config.dim;
+  stem_ = register_module("stem", std::make_shared<Sequential>());
+  stem_->add(std::make_shared<Conv2d>(config.common.in_channels, h, config.patch_size, config.patch_size, 0, true));
+  stem_->add(make_activation(config.activation));
+  stem_->add(std::make_shared<BatchNorm2d>(h));
+  blocks_ = register_module("blocks", std::make_shared<Sequential>());
+  for (int i = 0; i < config.depth; ++i) {
+    auto fn = std::make_shared<Sequential>();
+    fn->add(make_depthwise(h, config.kernel_size, config.kernel_size, 1, true, options));
+    fn->add(make_activation(config.activation));
+    fn->add(std::make_shared<BatchNorm2d>(h));
+    auto block = std::make_shared<Sequential>();
+    block->add(std::make_shared<Residual>(fn));
+    block->add(std::make_shared<PointwiseConv2d>(h, h, true));
+    block->add(make_activation(config.activation));
+    block->add(std::make_shared<BatchNorm2d>(h));
+    blocks_->add(block);
+  }
+  pooling_ = register_module("pooling", std::make_shared<GlobalAvgPool>());
+  head_ = register_module("head", std::make_shared<Linear>(h, config.common.num_classes));
+}
+
+Tensor ConvMixer::forward(const ForwardContext& ctx, const Tensor& x) {
+  check_input(x);
+  return head_->forward(ctx, pooling_->forward(ctx, blocks_->forward(ctx, stem_->forward(ctx, x))));
+}
+
+}  // namespace cnn

@@ -1,0 +1,243 @@
+// Strict YAML binding: file loading with duplicate-key detection, strict scalar conversions, MapReader.
+#include "models/yaml_struct.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "core/error.h"
+
+namespace cnn::yaml_struct {
+
+namespace {
+
+std::string position(const YAML::Mark& m) {
+  if (m.is_null() || m.line < 0) return "";
+  return str_cat(m.line + 1, ":", m.column + 1);
+}
+
+// A plain (unquoted) scalar: yaml-cpp tags those "?", quoted ones "!".
+bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
+std::string join(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Walks every map in the tree and rejects a key that appears twice in one map (yaml-cpp keeps both silently).
+void check_duplicates(const YAML::Node& node, const std::string& file, const std::string& path) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) check_duplicates(node[i], file, str_cat(path, "[", i, "]"));
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : describe(it->first);
+    const std::string key_path = path.empty() ? key : path + "." + key;
+    auto [pos, fresh] = seen.emplace(key, it->first.Mark());
+    if (!fresh)
+      throw Error(
+          str_cat(where(file, it->first), key_path, ": duplicate key (first at line ", position(pos->second), ")"));
+    check_duplicates(it->second, file, key_path);
+  }
+}
+
+YAML::Node parse(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(str_cat(name, ":", position(e.mark), ": YAML syntax error: ", e.msg));
+  }
+  if (!root.IsMap()) throw Error(str_cat(name, ": expected a YAML map at the top level, got ", describe(root)));
+  check_duplicates(root, name, "");
+  return root;
+}
+
+}  // namespace
+
+Rule<int64_t> any_int() { return {"an integer", {}}; }
+Rule<int64_t> int_at_least(int64_t lo) {
+  return {str_cat("an integer >= ", lo), [lo](const int64_t& v) { return v >= lo; }};
+}
+Rule<int64_t> int_in(int64_t lo, int64_t hi) {
+  return {str_cat("an integer in [", lo, ", ", hi, "]"), [lo, hi](const int64_t& v) { return v >= lo && v <= hi; }};
+}
+Rule<int64_t> odd_int_at_least(int64_t lo) {
+  return {str_cat("an odd integer >= ", lo), [lo](const int64_t& v) { return v >= lo && v % 2 != 0; }};
+}
+Rule<double> any_number() { return {"a number", {}}; }
+Rule<double> number_in(double lo, double hi, bool hi_open) {
+  return {str_cat("a number in [", lo, ", ", hi, hi_open ? ")" : "]"),
+          [lo, hi, hi_open](const double& v) { return v >= lo && (hi_open ? v < hi : v <= hi); }};
+}
+Rule<double> positive_number() {
+  return {"a number > 0", [](const double& v) { return v > 0; }};
+}
+Rule<bool> any_bool() { return {"true or false", {}}; }
+Rule<std::string> any_string() { return {"a string", {}}; }
+Rule<std::string> one_of(const std::vector<std::string>& choices) {
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return {"one of " + list, [choices](const std::string& v) {
+            for (const std::string& c : choices)
+              if (v == c) return true;
+            return false;
+          }};
+}
+
+YAML::Node load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str_cat(path, ": cannot open config file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+YAML::Node load_string(const std::string& text, const std::string& name) { return parse(text, name); }
+
+std::optional<int64_t> as_int(const YAML::Node& node) {
+  if (!is_plain_scalar(node)) return std::nullopt;
+  const std::string& s = node.Scalar();
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size()) return std::nullopt;
+  for (size_t j = i; j < s.size(); ++j)
+    if (s[j] < '0' || s[j] > '9') return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return std::nullopt;
+  return int64_t(v);
+}
+
+std::optional<double> as_number(const YAML::Node& node) {
+  if (!is_plain_scalar(node)) return std::nullopt;
+  const std::string& s = node.Scalar();
+  // Digits, sign, '.', exponent only: rejects inf/nan/hex spellings strtod would accept.
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno == ERANGE || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> as_bool(const YAML::Node& node) {
+  if (!is_plain_scalar(node)) return std::nullopt;
+  const std::string& s = node.Scalar();
+  if (s == "true" || s == "True") return true;
+  if (s == "false" || s == "False") return false;
+  return std::nullopt;
+}
+
+std::optional<std::string> as_string(const YAML::Node& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  return node.Scalar();
+}
+
+std::string where(const std::string& file, const YAML::Node& node) {
+  const std::string pos = position(node.Mark());
+  return pos.empty() ? file + ": " : file + ":" + pos + ": ";
+}
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  if (!is_plain_scalar(node)) return "the string \"" + node.Scalar() + "\"";
+  return "'" + node.Scalar() + "'";
+}
+
+MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
+    : node_(node), file_(std::move(file)), path_(std::move(path)) {
+  if (!node.IsMap())
+    throw Error(
+        str_cat(where(file_, node), path_.empty() ? "document" : path_, ": expected a map, got ", describe(node)));
+  check_duplicates(node, file_, path_);
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar())
+      throw Error(str_cat(where(file_, it->first), path_.empty() ? "document" : path_, ": expected a plain key, got ",
+                          describe(it->first)));
+    entries_.push_back({it->first.Scalar(), it->first, it->second});
+  }
+}
+
+void MapReader::required(const std::string& key, int& out, const Rule<int64_t>& rule) {
+  int64_t v = 0;
+  required<int64_t>(key, v, rule);
+  if (v < INT32_MIN || v > INT32_MAX) fail_value(value_of(key, true), child(key), rule.expected + " (32-bit)");
+  out = int(v);
+}
+
+void MapReader::optional(const std::string& key, int& out, const Rule<int64_t>& rule) {
+  if (has(key)) required(key, out, rule);
+  known_.insert(key);
+}
+
+void MapReader::required_list(const std::string& key, std::vector<int>& out, Length length, const Rule<int64_t>& rule) {
+  std::vector<int64_t> wide;
+  required_list(key, wide, length, rule);
+  out.clear();
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] < INT32_MIN || wide[i] > INT32_MAX)
+      fail_value(sequence_of(key, length)[i], str_cat(child(key), "[", i, "]"), rule.expected + " (32-bit)");
+    out.push_back(int(wide[i]));
+  }
+}
+
+bool MapReader::has(const std::string& key) const {
+  known_.insert(key);
+  for (const Entry& e : entries_)
+    if (e.key == key) return true;
+  return false;
+}
+
+YAML::Node MapReader::value_of(const std::string& key, bool required) const {
+  known_.insert(key);
+  for (const Entry& e : entries_) {
+    if (e.key == key) {
+      used_.insert(key);
+      return e.value;
+    }
+  }
+  if (required)
+    throw Error(str_cat(where(file_, node_), path_.empty() ? "document" : path_, ": missing required key '", key, "'"));
+  return YAML::Node();
+}
+
+YAML::Node MapReader::sequence_of(const std::string& key, Length length) const {
+  const YAML::Node seq = value_of(key, true);
+  if (!seq.IsSequence()) fail_value(seq, child(key), "a list");
+  if (seq.size() < length.min || seq.size() > length.max) {
+    const std::string want = length.min == length.max ? str_cat(length.min)
+                             : length.max == SIZE_MAX ? str_cat("at least ", length.min)
+                                                      : str_cat(length.min, " to ", length.max);
+    throw Error(str_cat(where(file_, seq), child(key), ": expected a list of ", want, " entries, got ", seq.size()));
+  }
+  return seq;
+}
+
+void MapReader::fail_value(const YAML::Node& node, const std::string& path, const std::string& expected) const {
+  throw Error(str_cat(where(file_, node), path, ": expected ", expected, ", got ", describe(node)));
+}
+
+void MapReader::finish() const {
+  for (const Entry& e : entries_) {
+    if (used_.count(e.key)) continue;
+    throw Error(str_cat(where(file_, e.key_node), child(e.key), ": unknown key (known: ", join(known_), ")"));
+  }
+}
+
+void MapReader::fail(const std::string& key, const std::string& message) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) throw Error(str_cat(where(file_, e.value), child(key), ": ", message));
+  throw Error(str_cat(where(file_, node_), child(key), ": ", message));
+}
+
+}  // namespace cnn::yaml_struct
