@@ -3,6 +3,7 @@
 #include "data/image_decode.h"
 
 #include <fcntl.h>
+#include <png.h>
 #include <sys/stat.h>
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -128,17 +129,20 @@ cv::Mat decode_jpeg(const std::vector<uint8_t>& bytes, int channels, ScaleFactor
   return out;
 }
 
+// libpng's simplified API: converts any PNG (palette, 16-bit, alpha, gray) to 8-bit RGB or gray.
 cv::Mat decode_png(const std::vector<uint8_t>& bytes, int channels, const std::string& name) {
-  const cv::Mat buf(1, int(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
-  cv::Mat img;
-  try {
-    img = cv::imdecode(buf, channels == 3 ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
-  } catch (const cv::Exception& e) {
-    fail(name, str_cat("corrupt PNG data (", e.what(), ")"));
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+    fail(name, str_cat("corrupt PNG data (", image.message, ")"));
+  image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+  cv::Mat out(int(image.height), int(image.width), channels == 3 ? CV_8UC3 : CV_8UC1);
+  if (!png_image_finish_read(&image, nullptr, out.data, static_cast<png_int_32>(out.step), nullptr)) {
+    const std::string message = image.message;
+    png_image_free(&image);
+    fail(name, str_cat("corrupt PNG data (", message, ")"));
   }
-  if (img.empty()) fail(name, "corrupt PNG data (OpenCV could not decode it)");
-  if (channels == 3) cv::cvtColor(img, img, cv::COLOR_BGR2RGB);
-  return img;
+  return out;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Image file decoding to 8-bit HWC cv::Mat (RGB or gray): JPEG through TurboJPEG with DCT-domain downscaling
-// (grayscale and CMYK/YCCK JPEGs included), PNG through OpenCV imgcodecs, chosen by magic bytes (not the file
+// (grayscale and CMYK/YCCK JPEGs included), PNG through libpng, chosen by magic bytes (not the file
 // name). Also JPEG encoding (RGB, gray, CMYK) for synthetic data sets. Errors name the file.
 #pragma once
 

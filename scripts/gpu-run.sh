@@ -5,8 +5,12 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bundle="$root/.device/bundle"
+if [ ! -f "$bundle/env.sh" ] && [ -f "$root/.device/bundle.tar.xz" ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$root/.device/bundle.tar.xz" "$root/.device" || { echo "gpu-run.sh: cannot unpack the bundle" >&2; exit 2; }
+fi
 if [ ! -f "$bundle/env.sh" ] || [ ! -d "$bundle/bin" ]; then
-  echo "gpu-run.sh: no bundle at $bundle (build it with scripts/device-bundle.sh and carry .device/bundle)" >&2
+  echo "gpu-run.sh: no bundle at $bundle (build it with scripts/device-bundle.sh and carry .device/bundle.tar.xz)" >&2
   exit 2
 fi
 out=${OUT:-$root/.device/out}

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libyaml-cpp-dev libcli11-dev libgtest-dev
-  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libopencv-core-dev libopencv-imgproc-dev libpng-dev
   libturbojpeg0-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist
 )

@@ -1,6 +1,7 @@
 // JPEG/PNG decoding: grayscale, CMYK and PNG-named-.JPEG files load as RGB; truncated and corrupt data throw an
 // error naming the file; DCT scale choice and scaled decode sizes.
 #include <gtest/gtest.h>
+#include <png.h>
 
 #include "core/error.h"
 #include "core/philox.h"
@@ -80,10 +81,14 @@ TEST(ImageDecode, CmykJpegDecodesToRgb) {
 
 TEST(ImageDecode, PngNamedJpegLoadsByMagicBytes) {
   const cv::Mat rgb = noise_image(13, 9, 5);
-  cv::Mat bgr;
-  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
-  std::vector<uint8_t> png;
-  ASSERT_TRUE(cv::imencode(".png", bgr, png));
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 13, image.height = 9, image.format = PNG_FORMAT_RGB;
+  png_alloc_size_t bytes = 0;
+  ASSERT_TRUE(png_image_write_to_memory(&image, nullptr, &bytes, 0, rgb.data, int(rgb.step), nullptr));
+  std::vector<uint8_t> png(bytes);
+  ASSERT_TRUE(png_image_write_to_memory(&image, png.data(), &bytes, 0, rgb.data, int(rgb.step), nullptr));
+  png.resize(bytes);
   EXPECT_EQ(data::detect_format(png), data::ImageFormat::png);
   const data::ImageInfo info = data::peek_image(png, "n02105855_2933.JPEG");
   EXPECT_EQ(info.width, 13);
