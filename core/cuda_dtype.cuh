@@ -32,6 +32,8 @@ __host__ __device__ __forceinline__ To device_cast(From v) {
     return __float2half_rn(static_cast<float>(w));
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return __float2bfloat16_rn(static_cast<float>(w));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<decltype(w)>) {
+    return saturating_int_cast<To>(static_cast<double>(w));
   } else {
     return static_cast<To>(w);
   }

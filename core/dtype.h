@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <string>
 
 namespace cnn {
@@ -63,13 +65,32 @@ constexpr DType dtype_of<int64_t>() { return DType::i64; }
 template <>
 constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 
-// Converts between any two host element types (half types go through float).
+#if defined(__CUDACC__)
+#define CNN_HOST_DEVICE __host__ __device__
+#else
+#define CNN_HOST_DEVICE
+#endif
+
+// Floating -> integer conversion, identical on host and device: truncation toward zero, saturated to the integer
+// type's range, NaN -> 0 (a plain static_cast is undefined out of range and differs between CPU and GPU).
+template <class To>
+CNN_HOST_DEVICE constexpr To saturating_int_cast(double w) {
+  if (!(w == w)) return To(0);
+  constexpr To lo = std::numeric_limits<To>::lowest(), hi = std::numeric_limits<To>::max();
+  if (w <= static_cast<double>(lo)) return lo;
+  if (w >= static_cast<double>(hi)) return hi;
+  return static_cast<To>(w);
+}
+
+// Converts between any two host element types (half types go through float; floating -> integer saturates).
 template <class To, class From>
 To cast_value(From v) {
   if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
     return cast_value<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return saturating_int_cast<To>(static_cast<double>(v));
   } else {
     return static_cast<To>(v);
   }

@@ -18,7 +18,7 @@ Run run_on(const OpFn& op, const std::vector<Tensor>& inputs, const Tensor& r, b
   out.y = op(grads ? &tape : nullptr, inputs);
   if (grads && out.y.requires_grad()) {
     tape.backward(out.y, r.to(out.y.device()).to(out.y.dtype()));
-    for (const Tensor& t : inputs) out.grads.push_back(t.requires_grad() ? t.grad() : Tensor());
+    for (const Tensor& t : inputs) out.grads.push_back(t.defined() && t.requires_grad() ? t.grad() : Tensor());
   }
   return out;
 }
@@ -31,6 +31,11 @@ Run run_on(const OpFn& op, const std::vector<Tensor>& inputs, const Tensor& r, b
   const Device gpu = Device::cuda(0);
   std::vector<Tensor> cpu, dev;
   for (const Tensor& t : cpu_inputs) {
+    if (!t.defined()) {  // an absent optional input (e.g. no bias) stays absent on both devices
+      cpu.emplace_back();
+      dev.emplace_back();
+      continue;
+    }
     Tensor c = t.clone(), d;
     if (dtype_is_floating(t.dtype())) {
       c = t.to(o.gpu_dtype).to(DType::f32).clone();  // both sides start from the same (possibly f16-rounded) values
