@@ -236,6 +236,9 @@ void Trainer::after_step(double step_seconds) {
     info.images_per_s = interval_seconds_ > 0 ? double(interval_images_) / interval_seconds_ : 0;
     progress_->step(info);
   }
+  // A step that ends the epoch leaves evaluation and saving to end_epoch, so every checkpoint is either inside
+  // an epoch or at the start of the next one (never between the last step and the epoch's bookkeeping).
+  if (pos_.next_batch == plan_.batches_per_epoch) return;
   if (cfg_.eval_interval > 0 && pos_.step % cfg_.eval_interval == 0) run_eval();
   if (cfg_.checkpoint_interval > 0 && pos_.step % cfg_.checkpoint_interval == 0) save_checkpoint(false);
 }
@@ -251,11 +254,10 @@ void Trainer::end_epoch() {
   progress_->line(buf);
   epoch_loss_sum_.fill_(0);
   epoch_loss_count_ = 0;
-  const bool eval_now = cfg_.eval_interval == 0;
   ++pos_.epoch;  // the epoch-end position is (next epoch, batch 0)
   pos_.next_batch = 0;
-  if (eval_now) run_eval();
-  if (cfg_.checkpoint_interval == 0) save_checkpoint(false);
+  if (cfg_.eval_interval == 0 || pos_.step % cfg_.eval_interval == 0) run_eval();
+  if (cfg_.checkpoint_interval == 0 || pos_.step % cfg_.checkpoint_interval == 0) save_checkpoint(false);
 }
 
 void Trainer::run_epochs() {
