@@ -61,8 +61,8 @@ void check_resume(const TrainConfig& saved, const TrainConfig& config, const std
   const std::string name_a = cnn::model_common(cnn::train::resolve_model(a)).name;
   const std::string name_b = cnn::model_common(cnn::train::resolve_model(b)).name;
   if (name_a != name_b)
-    throw cnn::Error(cnn::str_cat("--resume: the run in ", run_dir, " trains model '", name_a, "', got --model '",
-                                  name_b, "'"));
+    throw cnn::Error(
+        cnn::str_cat("--resume: the run in ", run_dir, " trains model '", name_a, "', got --model '", name_b, "'"));
   for (const std::string& key : cnn::train::resume_locked_keys()) {
     if (key == "model") continue;
     const std::string va = cnn::train::field_text(a, key), vb = cnn::train::field_text(b, key);
@@ -91,8 +91,9 @@ int run(const Cli& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train a large-kernel CNN (configs/models) on ImageNet, Fashion-MNIST or synthetic data; "
-               "see docs/train.md"};
+  CLI::App app{
+      "Train a large-kernel CNN (configs/models) on ImageNet, Fashion-MNIST or synthetic data; "
+      "see docs/train.md"};
   app.option_defaults()->always_capture_default(false);
   Cli cli;
   add_flags(app, cli);

@@ -96,8 +96,8 @@ data::LoaderConfig loader_config(const TrainConfig& c, const Device& device, boo
   l.drop_last = train;
   l.transform.image_size = int(c.image_size);
   l.transform.channels = channels;
-  l.transform.augment = train ? data::parse_augment(c.augment)
-                              : (c.dataset == "imagenet" ? data::Augment::eval : data::Augment::none);
+  l.transform.augment =
+      train ? data::parse_augment(c.augment) : (c.dataset == "imagenet" ? data::Augment::eval : data::Augment::none);
   l.dtype = c.amp ? DType::f16 : DType::f32;
   l.device = device;
   return l;
@@ -130,7 +130,8 @@ void plan_schedule(Plan& p) {
 }  // namespace
 
 ModelConfig resolve_model(TrainConfig& c) {
-  if (c.model.empty()) throw Error("--model: no model given (a name in configs/models, a YAML path, or a --config recipe)");
+  if (c.model.empty())
+    throw Error("--model: no model given (a name in configs/models, a YAML path, or a --config recipe)");
   ModelConfig mc = load_model_config(resolve_model_config(c.model));
   ModelCommon& common = model_common(mc);
   if (c.num_classes == 0) c.num_classes = common.num_classes;
@@ -138,8 +139,8 @@ ModelConfig resolve_model(TrainConfig& c) {
   if (c.image_size == 0) c.image_size = common.input_size;
   if (c.drop_path_set()) {
     if (common.family == "convmixer" && c.drop_path > 0)
-      throw Error(str_cat("--drop-path: ", common.name, " is a ConvMixer, which has no stochastic depth; got ",
-                          c.drop_path));
+      throw Error(
+          str_cat("--drop-path: ", common.name, " is a ConvMixer, which has no stochastic depth; got ", c.drop_path));
     common.drop_path_rate = c.drop_path;
   } else {
     c.drop_path = common.drop_path_rate;

@@ -30,9 +30,7 @@ void fsync_dir(const fs::path& dir) {
   ::close(fd);
 }
 
-std::string temp_name(const fs::path& path) {
-  return str_cat(path.string(), ".tmp.", ::getpid());
-}
+std::string temp_name(const fs::path& path) { return str_cat(path.string(), ".tmp.", ::getpid()); }
 
 // The step of a folder named step_NNNNNNNN, or -1.
 int64_t parse_step(const std::string& name) {
@@ -222,7 +220,8 @@ std::string resolve_resume(const std::string& arg, std::string& run_dir) {
     ckpt = p / "checkpoints" / "last";
     run_dir = p.string();
   } else {
-    throw Error(str_cat("--resume: '", arg, "' holds neither state.safetensors nor checkpoints/last/state.safetensors"));
+    throw Error(
+        str_cat("--resume: '", arg, "' holds neither state.safetensors nor checkpoints/last/state.safetensors"));
   }
   for (const char* f : {"model.safetensors", "state.safetensors"})
     if (!fs::is_regular_file(ckpt / f)) throw Error(str_cat("--resume: checkpoint '", ckpt.string(), "' has no ", f));

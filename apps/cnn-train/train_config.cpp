@@ -15,8 +15,8 @@ namespace ys = yaml_struct;
 
 namespace {
 
-using Member = std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
-                            std::string TrainConfig::*>;
+using Member =
+    std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*, std::string TrainConfig::*>;
 using AnyRule = std::variant<ys::Rule<int64_t>, ys::Rule<double>, ys::Rule<bool>, ys::Rule<std::string>>;
 
 struct Field {
@@ -64,8 +64,7 @@ const std::vector<Field>& fields() {
       field("sched", "learning-rate schedule: cosine | constant", &C::sched, ys::one_of({"cosine", "constant"})),
       field("warmup_epochs", "linear warmup length in epochs (may be fractional)", &C::warmup_epochs, at_least_zero()),
       field("warmup_lr_init", "learning rate at the start of the warmup", &C::warmup_lr_init, at_least_zero()),
-      field("label_smoothing", "label smoothing of the training loss", &C::label_smoothing,
-            ys::number_in(0, 1, true)),
+      field("label_smoothing", "label smoothing of the training loss", &C::label_smoothing, ys::number_in(0, 1, true)),
       field("clip_grad", "max global gradient L2 norm (0: off)", &C::clip_grad, at_least_zero()),
       field("amp", "FP16 compute with FP32 master weights and dynamic loss scaling (cuda)", &C::amp, ys::any_bool()),
       field("seed", "seed of initialisation, data order, augmentation and stochastic depth", &C::seed,
@@ -139,9 +138,7 @@ void parse_train_config(const std::string& yaml_text, const std::string& name, T
   bind_root(ys::load_string(yaml_text, name), name, config);
 }
 
-void load_train_config(const std::string& path, TrainConfig& config) {
-  bind_root(ys::load_file(path), path, config);
-}
+void load_train_config(const std::string& path, TrainConfig& config) { bind_root(ys::load_file(path), path, config); }
 
 std::string field_text(const TrainConfig& config, const std::string& key) {
   const Field& f = field_named(key);
@@ -207,10 +204,9 @@ void set_from_flag(TrainConfig& config, const std::string& key, const std::strin
 }
 
 const std::vector<std::string>& resume_locked_keys() {
-  static const std::vector<std::string> keys = {"model",          "dataset",     "data_dir",   "train_samples",
-                                                "synthetic_size", "augment",     "image_size", "num_classes",
-                                                "drop_path",      "batch_size",  "accum_steps", "seed",
-                                                "amp",            "bfc_accum"};
+  static const std::vector<std::string> keys = {
+      "model",       "dataset",   "data_dir",   "train_samples", "synthetic_size", "augment", "image_size",
+      "num_classes", "drop_path", "batch_size", "accum_steps",   "seed",           "amp",     "bfc_accum"};
   return keys;
 }
 

@@ -12,48 +12,48 @@ namespace cnn::train {
 
 struct TrainConfig {
   // What to train on.
-  std::string model;                       // name in configs/models or a path to a model YAML
-  std::string dataset = "fashion-mnist";   // imagenet | fashion-mnist | synthetic
-  std::string data_dir;                    // empty: the Fashion-MNIST default folder (required for imagenet)
-  int64_t train_samples = 0;               // first N training samples (0: all)
-  int64_t val_samples = 0;                 // first N validation samples (0: all)
-  int64_t synthetic_size = 1024;           // dataset synthetic: training samples (validation: a quarter)
-  std::string augment = "auto";            // auto | train | none (auto: train for imagenet, else none)
-  int64_t image_size = 0;                  // 0: the model config's input_size
-  int64_t num_classes = 0;                 // 0: the model config's num_classes
-  double drop_path = 0.0;                  // stochastic depth rate (meaningful when set; see drop_path_set())
-  std::string bfc_accum = "fp32";          // fp32 | ha: FP16 backward-filter accumulation of the DWC layers
+  std::string model;                      // name in configs/models or a path to a model YAML
+  std::string dataset = "fashion-mnist";  // imagenet | fashion-mnist | synthetic
+  std::string data_dir;                   // empty: the Fashion-MNIST default folder (required for imagenet)
+  int64_t train_samples = 0;              // first N training samples (0: all)
+  int64_t val_samples = 0;                // first N validation samples (0: all)
+  int64_t synthetic_size = 1024;          // dataset synthetic: training samples (validation: a quarter)
+  std::string augment = "auto";           // auto | train | none (auto: train for imagenet, else none)
+  int64_t image_size = 0;                 // 0: the model config's input_size
+  int64_t num_classes = 0;                // 0: the model config's num_classes
+  double drop_path = 0.0;                 // stochastic depth rate (meaningful when set; see drop_path_set())
+  std::string bfc_accum = "fp32";         // fp32 | ha: FP16 backward-filter accumulation of the DWC layers
   // Optimisation.
   int64_t epochs = 10;
-  int64_t batch_size = 128;                // images per micro-batch
-  int64_t accum_steps = 1;                 // micro-batches per optimizer step
+  int64_t batch_size = 128;  // images per micro-batch
+  int64_t accum_steps = 1;   // micro-batches per optimizer step
   std::string opt = "adamw";
   double lr = 1e-3;
   double min_lr = 0.0;
   double weight_decay = 0.05;
   double beta1 = 0.9, beta2 = 0.999, opt_eps = 1e-8;
-  std::string sched = "cosine";            // cosine | constant
+  std::string sched = "cosine";  // cosine | constant
   double warmup_epochs = 0.0;
   double warmup_lr_init = 0.0;
   double label_smoothing = 0.0;
-  double clip_grad = 0.0;                  // max global gradient norm (0: off)
-  bool amp = false;                        // FP16 compute, FP32 master weights, dynamic loss scaling (cuda)
+  double clip_grad = 0.0;  // max global gradient norm (0: off)
+  bool amp = false;        // FP16 compute, FP32 master weights, dynamic loss scaling (cuda)
   int64_t seed = 0;
   // Run control.
-  std::string device = "auto";             // cpu | cuda | cuda:N | auto
-  int64_t workers = 2;                     // data loader threads
-  int64_t log_interval = 50;               // optimizer steps between log lines / metrics records
-  int64_t eval_interval = 0;               // optimizer steps between evaluations (0: every epoch)
-  int64_t checkpoint_interval = 0;         // optimizer steps between periodic checkpoints (0: every epoch)
-  int64_t keep = 3;                        // periodic checkpoints kept (last and best are always kept)
-  std::string output = "runs";             // parent folder of the timestamped run folders
+  std::string device = "auto";      // cpu | cuda | cuda:N | auto
+  int64_t workers = 2;              // data loader threads
+  int64_t log_interval = 50;        // optimizer steps between log lines / metrics records
+  int64_t eval_interval = 0;        // optimizer steps between evaluations (0: every epoch)
+  int64_t checkpoint_interval = 0;  // optimizer steps between periodic checkpoints (0: every epoch)
+  int64_t keep = 3;                 // periodic checkpoints kept (last and best are always kept)
+  std::string output = "runs";      // parent folder of the timestamped run folders
   // Not persisted: they control this invocation only.
-  int64_t stop_after = 0;                  // stop (with a resumable checkpoint) after this global step (0: off)
-  bool synthetic = false;                  // benchmark mode: synthetic data, --steps timed steps, no files
-  int64_t steps = 20;                      // benchmark: timed steps
-  int64_t bench_warmup = 3;                // benchmark: untimed steps first
+  int64_t stop_after = 0;    // stop (with a resumable checkpoint) after this global step (0: off)
+  bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
+  int64_t steps = 20;        // benchmark: timed steps
+  int64_t bench_warmup = 3;  // benchmark: untimed steps first
 
-  std::set<std::string> given;             // keys set explicitly by a file or a flag
+  std::set<std::string> given;  // keys set explicitly by a file or a flag
 
   bool drop_path_set() const { return given.count("drop_path") != 0; }
 };

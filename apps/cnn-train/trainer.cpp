@@ -178,10 +178,17 @@ void Trainer::run_eval() {
     best_top1_ = e.top1;
     best_step_ = pos_.step;
   }
-  metrics_.write({{"type", "eval"}, {"step", pos_.step}, {"epoch", epoch_progress()}, {"loss", e.loss},
-                  {"top1", e.top1}, {"top5", e.top5}, {"images", e.images}, {"time_s", e.seconds}});
+  metrics_.write({{"type", "eval"},
+                  {"step", pos_.step},
+                  {"epoch", epoch_progress()},
+                  {"loss", e.loss},
+                  {"top1", e.top1},
+                  {"top5", e.top5},
+                  {"images", e.images},
+                  {"time_s", e.seconds}});
   char buf[256];
-  std::snprintf(buf, sizeof buf, "eval at epoch %.2f, step %lld: loss %.4f, top-1 %.2f%%, top-5 %.2f%% (%lld images, %.1f s)%s",
+  std::snprintf(buf, sizeof buf,
+                "eval at epoch %.2f, step %lld: loss %.4f, top-1 %.2f%%, top-5 %.2f%% (%lld images, %.1f s)%s",
                 epoch_progress(), (long long)pos_.step, e.loss, 100 * e.top1, 100 * e.top5, (long long)e.images,
                 e.seconds, improved ? ", best so far" : "");
   progress_->line(buf);
@@ -208,8 +215,8 @@ void Trainer::log_interval_record(double seconds) {
   ProgressInfo info = progress_info();
   info.loss = log_loss_count_ > 0 ? log_loss_sum_.item() / double(log_loss_count_) : 0;
   info.images_per_s = seconds > 0 ? double(interval_images_) / seconds : 0;
-  nlohmann::json rec = {{"type", "train"}, {"step", pos_.step},        {"epoch", epoch_progress()},
-                        {"loss", info.loss}, {"lr", lr_}, {"img_per_s", info.images_per_s}};
+  nlohmann::json rec = {{"type", "train"},   {"step", pos_.step}, {"epoch", epoch_progress()},
+                        {"loss", info.loss}, {"lr", lr_},         {"img_per_s", info.images_per_s}};
   if (last_grad_norm_.defined()) rec["grad_norm"] = last_grad_norm_.item();
   if (scaler_) {
     const optim::LossScalerState s = scaler_->read_state();
@@ -245,7 +252,10 @@ void Trainer::after_step(double step_seconds) {
 
 void Trainer::end_epoch() {
   const double mean = epoch_loss_count_ > 0 ? epoch_loss_sum_.item() / double(epoch_loss_count_) : 0;
-  metrics_.write({{"type", "epoch"}, {"step", pos_.step}, {"epoch", pos_.epoch + 1}, {"train_loss", mean},
+  metrics_.write({{"type", "epoch"},
+                  {"step", pos_.step},
+                  {"epoch", pos_.epoch + 1},
+                  {"train_loss", mean},
                   {"train_time_s", train_seconds_}});
   char buf[160];
   std::snprintf(buf, sizeof buf, "epoch %lld/%lld done: train loss %.4f, %lld steps, %s of training so far",
@@ -281,8 +291,8 @@ bool Trainer::stop_requested() {
   if (cfg_.stop_after == 0 || pos_.step < cfg_.stop_after) return false;
   save_checkpoint(false);
   stopped_ = true;
-  progress_->line(str_cat("stopped after step ", pos_.step, " (--stop-after); continue with: cnn-train --resume ",
-                          run_dir_));
+  progress_->line(
+      str_cat("stopped after step ", pos_.step, " (--stop-after); continue with: cnn-train --resume ", run_dir_));
   return true;
 }
 
@@ -300,16 +310,22 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
                         " to train further"));
   write_file_atomic((fs::path(run_dir_) / "config.yaml").string(), train_config_yaml(cfg_));
   metrics_.open((fs::path(run_dir_) / "metrics.jsonl").string(), resume_checkpoint.empty() ? -1 : pos_.step);
-  metrics_.write({{"type", "start"}, {"step", pos_.step}, {"epoch", pos_.epoch}, {"model", plan_.model_name},
-                  {"device", plan_.device.str()}, {"parameters", master_->parameter_count()},
-                  {"steps_per_epoch", plan_.steps_per_epoch}, {"total_steps", plan_.total_steps},
+  metrics_.write({{"type", "start"},
+                  {"step", pos_.step},
+                  {"epoch", pos_.epoch},
+                  {"model", plan_.model_name},
+                  {"device", plan_.device.str()},
+                  {"parameters", master_->parameter_count()},
+                  {"steps_per_epoch", plan_.steps_per_epoch},
+                  {"total_steps", plan_.total_steps},
                   {"resumed_from", resume_checkpoint}});
-  std::printf("cnn-train: %s (%lld parameters) on %s, %s: %lld train / %lld val images, batch %lld x %lld, "
-              "%lld steps/epoch, %lld epochs%s\nrun folder: %s\n",
-              plan_.model_name.c_str(), (long long)master_->parameter_count(), plan_.device.str().c_str(),
-              cfg_.dataset.c_str(), (long long)plan_.train_set->size(), (long long)plan_.val_set->size(),
-              (long long)cfg_.batch_size, (long long)cfg_.accum_steps, (long long)plan_.steps_per_epoch,
-              (long long)cfg_.epochs, cfg_.amp ? ", amp" : "", run_dir_.c_str());
+  std::printf(
+      "cnn-train: %s (%lld parameters) on %s, %s: %lld train / %lld val images, batch %lld x %lld, "
+      "%lld steps/epoch, %lld epochs%s\nrun folder: %s\n",
+      plan_.model_name.c_str(), (long long)master_->parameter_count(), plan_.device.str().c_str(), cfg_.dataset.c_str(),
+      (long long)plan_.train_set->size(), (long long)plan_.val_set->size(), (long long)cfg_.batch_size,
+      (long long)cfg_.accum_steps, (long long)plan_.steps_per_epoch, (long long)cfg_.epochs, cfg_.amp ? ", amp" : "",
+      run_dir_.c_str());
   if (!resume_checkpoint.empty())
     std::printf("resumed from %s at epoch %lld, batch %lld, step %lld\n", resume_checkpoint.c_str(),
                 (long long)(pos_.epoch + 1), (long long)pos_.next_batch, (long long)pos_.step);
@@ -318,8 +334,14 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   start_cpu_ = process_cpu_seconds();
   run_epochs();
   const double wall = wall_seconds() - start_wall_, cpu = process_cpu_seconds() - start_cpu_;
-  metrics_.write({{"type", stopped_ ? "stop" : "end"}, {"step", pos_.step}, {"epoch", pos_.epoch}, {"best_top1", best_top1_},
-                  {"best_step", best_step_}, {"train_time_s", train_seconds_}, {"wall_s", wall}, {"cpu_s", cpu}});
+  metrics_.write({{"type", stopped_ ? "stop" : "end"},
+                  {"step", pos_.step},
+                  {"epoch", pos_.epoch},
+                  {"best_top1", best_top1_},
+                  {"best_step", best_step_},
+                  {"train_time_s", train_seconds_},
+                  {"wall_s", wall},
+                  {"cpu_s", cpu}});
   if (stopped_) return;
   char buf[256];
   std::snprintf(buf, sizeof buf, "done: %lld steps; training %s, wall %s, CPU time %s; best top-1 %.2f%% at step %lld",
@@ -340,11 +362,12 @@ void Trainer::benchmark() {
   run(cfg_.steps);
   const double secs = wall_seconds() - t0, cpu = process_cpu_seconds() - c0;
   const double images = double(cfg_.steps * cfg_.accum_steps * cfg_.batch_size);
-  std::printf("benchmark: %s, batch %lld x %lld, %s%s, %lld threads: %.2f ms/step, %.1f img/s "
-              "(%lld timed steps after %lld warm-up; CPU time %.2f s)\n",
-              plan_.model_name.c_str(), (long long)cfg_.batch_size, (long long)cfg_.accum_steps,
-              plan_.device.str().c_str(), cfg_.amp ? " amp" : "", (long long)Context::get(Device::cpu()).cpu_threads(),
-              1e3 * secs / double(cfg_.steps), images / secs, (long long)cfg_.steps, (long long)cfg_.bench_warmup, cpu);
+  std::printf(
+      "benchmark: %s, batch %lld x %lld, %s%s, %lld threads: %.2f ms/step, %.1f img/s "
+      "(%lld timed steps after %lld warm-up; CPU time %.2f s)\n",
+      plan_.model_name.c_str(), (long long)cfg_.batch_size, (long long)cfg_.accum_steps, plan_.device.str().c_str(),
+      cfg_.amp ? " amp" : "", (long long)Context::get(Device::cpu()).cpu_threads(), 1e3 * secs / double(cfg_.steps),
+      images / secs, (long long)cfg_.steps, (long long)cfg_.bench_warmup, cpu);
   std::fflush(stdout);
 }
 

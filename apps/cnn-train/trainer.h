@@ -82,12 +82,12 @@ class Trainer {
 
   Position pos_;
   double lr_ = 0;
-  Tensor log_loss_sum_, epoch_loss_sum_;      // f32 (1) on the device: sums of micro-batch losses
+  Tensor log_loss_sum_, epoch_loss_sum_;  // f32 (1) on the device: sums of micro-batch losses
   int64_t log_loss_count_ = 0, epoch_loss_count_ = 0;
-  Tensor last_grad_norm_;                     // f32 (1), when clipping
+  Tensor last_grad_norm_;  // f32 (1), when clipping
   double best_top1_ = -1;
   int64_t best_step_ = -1;
-  int64_t saved_step_ = -1;                   // step of the newest checkpoint folder
+  int64_t saved_step_ = -1;  // step of the newest checkpoint folder
 
   // Run files and console.
   std::string run_dir_;
@@ -95,8 +95,8 @@ class Trainer {
   MetricsLog metrics_;
   std::unique_ptr<Progress> progress_;
   double start_wall_ = 0, start_cpu_ = 0;
-  double train_seconds_ = 0;                  // wall time inside training steps (no evaluation, no saving)
-  double interval_seconds_ = 0;               // training time since the last log record
+  double train_seconds_ = 0;     // wall time inside training steps (no evaluation, no saving)
+  double interval_seconds_ = 0;  // training time since the last log record
   int64_t interval_images_ = 0;
   int64_t steps_this_process_ = 0;
   bool stopped_ = false;

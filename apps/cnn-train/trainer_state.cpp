@@ -23,8 +23,8 @@ const Tensor& state_tensor(const SafetensorsData& s, const std::string& key, DTy
   auto it = s.tensors.find(key);
   if (it == s.tensors.end()) throw Error(str_cat("--resume: ", file, " has no '", key, "'"));
   if (it->second.dtype() != dtype || it->second.shape() != Shape{1})
-    throw Error(str_cat("--resume: ", file, ": '", key, "' must be ", dtype_name(dtype), " (1), got ",
-                        it->second.str()));
+    throw Error(
+        str_cat("--resume: ", file, ": '", key, "' must be ", dtype_name(dtype), " (1), got ", it->second.str()));
   return it->second;
 }
 
@@ -65,9 +65,8 @@ void Trainer::save_checkpoint(bool best) {
   if (saved_step_ != pos_.step) {
     const std::string tmp = checkpoints_->begin(pos_.step);
     sync_buffers_to_master();
-    const std::map<std::string, std::string> meta = {{"model", plan_.model_name},
-                                                     {"step", std::to_string(pos_.step)},
-                                                     {"epoch", std::to_string(pos_.epoch)}};
+    const std::map<std::string, std::string> meta = {
+        {"model", plan_.model_name}, {"step", std::to_string(pos_.step)}, {"epoch", std::to_string(pos_.epoch)}};
     cnn::save_checkpoint((fs::path(tmp) / "model.safetensors").string(), *master_, meta);
     std::map<std::string, Tensor> state = opt_->state_dict();
     if (scaler_) state.merge(scaler_->state_dict());

@@ -21,10 +21,12 @@ struct ErrorCase {
 void expect_one_line_error(const ErrorCase& c) {
   const RunResult r = run_train(c.args);
   EXPECT_NE(r.status, 0) << "cnn-train " << c.args << " succeeded:\n" << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "cnn-train " << c.args
-                                                                   << ": expected one line, got:\n" << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+      << "cnn-train " << c.args << ": expected one line, got:\n"
+      << r.output;
   EXPECT_NE(r.output.find(c.expected), std::string::npos)
-      << "cnn-train " << c.args << ": expected '" << c.expected << "' in:\n" << r.output;
+      << "cnn-train " << c.args << ": expected '" << c.expected << "' in:\n"
+      << r.output;
   EXPECT_EQ(r.output.find("run folder:"), std::string::npos) << "training started for: " << c.args;
 }
 
@@ -80,10 +82,12 @@ TEST(TrainCli, RecipeErrors) {
   const std::string m = "--model " + write_tiny_convmixer(dir) + " --output " + dir + "/runs --config ";
   const std::vector<ErrorCase> cases = {
       {m + write(dir + "/unknown.yaml", "epochs: 2\ncolour: blue\n"), "unknown.yaml:2:1: colour: unknown key"},
-      {m + write(dir + "/value.yaml", "epochs: two\n"), "value.yaml:1:9: epochs: expected an integer in [1, 100000], "
-                                                        "got 'two'"},
+      {m + write(dir + "/value.yaml", "epochs: two\n"),
+       "value.yaml:1:9: epochs: expected an integer in [1, 100000], "
+       "got 'two'"},
       {m + write(dir + "/quoted.yaml", "lr: \"0.1\"\n"), "quoted.yaml:1:5: lr: expected a number > 0, got the string"},
-      {m + write(dir + "/dup.yaml", "epochs: 2\nepochs: 3\n"), "dup.yaml:2:1: epochs: duplicate key (first at line 1:1)"},
+      {m + write(dir + "/dup.yaml", "epochs: 2\nepochs: 3\n"),
+       "dup.yaml:2:1: epochs: duplicate key (first at line 1:1)"},
       {m + write(dir + "/control.yaml", "stop_after: 3\n"), "control.yaml:1:1: stop_after: unknown key"},
       {m + write(dir + "/syntax.yaml", "epochs: [2\n"), "syntax.yaml:"},
       {m + write(dir + "/list.yaml", "- epochs\n"), "expected a YAML map at the top level"},
@@ -93,8 +97,9 @@ TEST(TrainCli, RecipeErrors) {
 
 TEST(TrainCli, FlagsOverrideTheRecipe) {
   const std::string dir = scratch_dir();
-  const std::string recipe = write(dir + "/r.yaml", "epochs: 1\nbatch_size: 64\nlr: 0.002\ntrain_samples: 128\n"
-                                                    "val_samples: 64\nlog_interval: 1\n");
+  const std::string recipe = write(dir + "/r.yaml",
+                                   "epochs: 1\nbatch_size: 64\nlr: 0.002\ntrain_samples: 128\n"
+                                   "val_samples: 64\nlog_interval: 1\n");
   const RunResult r = run_train("--model " + write_tiny_convmixer(dir) + " --device cpu --output " + dir +
                                 "/runs --config " + recipe + " --lr 0.004 --epochs 2");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -121,7 +126,8 @@ TEST(TrainCli, EveryRecipeInConfigsTrainLoads) {
     ++n;
     // One benchmark step with the recipe proves every key binds and the model builds (no data, no files).
     // GPU recipes turn on --amp / --bfc-accum ha, which the CPU refuses: switch them off here.
-    const RunResult r = run_train("--config " + e.path().string() + " --synthetic --steps 1 --bench-warmup 0 "
+    const RunResult r = run_train("--config " + e.path().string() +
+                                  " --synthetic --steps 1 --bench-warmup 0 "
                                   "--batch-size 2 --device cpu --workers 1 --no-amp --bfc-accum fp32");
     EXPECT_EQ(r.status, 0) << e.path() << ":\n" << r.output;
     EXPECT_NE(r.output.find("img/s"), std::string::npos) << r.output;

@@ -34,8 +34,8 @@ void expect_same_run(const std::string& a, const std::string& b) {
   for (size_t i = 0; i < la.size(); ++i) {
     EXPECT_EQ(la[i].first, lb[i].first) << "record " << i;
     // Exact: the same arithmetic in the same order on the same data (no tolerance).
-    EXPECT_EQ(la[i].second, lb[i].second) << "step " << la[i].first << ": uninterrupted " << la[i].second
-                                          << ", resumed " << lb[i].second;
+    EXPECT_EQ(la[i].second, lb[i].second)
+        << "step " << la[i].first << ": uninterrupted " << la[i].second << ", resumed " << lb[i].second;
   }
   EXPECT_EQ(eval_results(ra), eval_results(rb));
   for (const char* f : {"model.safetensors", "state.safetensors"})
@@ -85,8 +85,9 @@ TEST(TrainResume, ResumeErrors) {
     std::string args, expected;
   };
   const std::vector<Case> cases = {
-      {"--resume " + run + " --model convmixer_128_6_k7_p2", "--resume: the run in " + run + " trains model 'tiny_convmixer', "
-                                                             "got --model 'convmixer_128_6_k7_p2'"},
+      {"--resume " + run + " --model convmixer_128_6_k7_p2", "--resume: the run in " + run +
+                                                                 " trains model 'tiny_convmixer', "
+                                                                 "got --model 'convmixer_128_6_k7_p2'"},
       {"--resume " + run + " --batch-size 32", "--resume: --batch-size is 64 in the run in " + run + ", got 32"},
       {"--resume " + run + " --seed 9", "--resume: --seed is 0 in the run in " + run + ", got 9"},
       {"--resume " + run + " --synthetic", "--resume: not with --synthetic"},

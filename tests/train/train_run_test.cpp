@@ -79,9 +79,11 @@ TEST(TrainRun, LossFallsAndFilesAreWellFormed) {
 TEST(TrainRun, AccumulationSyntheticDataAndDropPath) {
   const std::string dir = scratch_dir();
   // ConvNeXt with LayerScale and stochastic depth, 2 micro-batches per step, label smoothing, synthetic data.
-  const RunResult r = run_train("--model " + write_tiny_convnext(dir) + " --device cpu --dataset synthetic "
+  const RunResult r = run_train("--model " + write_tiny_convnext(dir) +
+                                " --device cpu --dataset synthetic "
                                 "--synthetic-size 256 --batch-size 32 --accum-steps 2 --epochs 2 --drop-path 0.2 "
-                                "--label-smoothing 0.1 --warmup-epochs 0.5 --log-interval 2 --output " + dir + "/runs");
+                                "--label-smoothing 0.1 --warmup-epochs 0.5 --log-interval 2 --output " +
+                                dir + "/runs");
   ASSERT_EQ(r.status, 0) << r.output;
   const auto records = read_metrics(only_run_dir(dir + "/runs") + "/metrics.jsonl");
   const auto losses = train_losses(records);
@@ -91,8 +93,10 @@ TEST(TrainRun, AccumulationSyntheticDataAndDropPath) {
 
 TEST(TrainRun, BenchmarkModePrintsTimingAndWritesNothing) {
   const std::string dir = scratch_dir();
-  const RunResult r = run_train("--model " + write_tiny_convmixer(dir) + " --device cpu --synthetic --steps 3 "
-                                "--bench-warmup 1 --batch-size 16 --output " + dir + "/runs");
+  const RunResult r = run_train("--model " + write_tiny_convmixer(dir) +
+                                " --device cpu --synthetic --steps 3 "
+                                "--bench-warmup 1 --batch-size 16 --output " +
+                                dir + "/runs");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ms/step"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("img/s"), std::string::npos) << r.output;

@@ -30,8 +30,8 @@ RunResult run_train(const std::string& args) {
 
 std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       (std::string("cnn_train_") + info->test_suite_name() + "_" + info->name());
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / (std::string("cnn_train_") + info->test_suite_name() + "_" + info->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -100,7 +100,8 @@ std::vector<std::vector<double>> eval_results(const std::vector<nlohmann::json>&
 }
 
 std::string small_run_flags(const std::string& model, const std::string& output) {
-  const std::string flags = "--model " + model + " --device cpu --train-samples 512 --val-samples 256 "
+  const std::string flags = "--model " + model +
+                            " --device cpu --train-samples 512 --val-samples 256 "
                             "--batch-size 64 --workers 2 --log-interval 1";
   return output.empty() ? flags : flags + " --output " + output;
 }
