@@ -24,15 +24,18 @@ struct Cli {
 };
 
 void add_flags(CLI::App& app, Cli& cli) {
-  app.add_option("--config", cli.config_file, "training recipe YAML (configs/train/*.yaml); flags override it");
-  app.add_option("--resume", cli.resume, "continue a run: its folder (runs/...) or one of its checkpoint folders");
+  app.add_option("--config", cli.config_file, "training recipe YAML (configs/train/*.yaml); flags override it")
+      ->type_name("FILE");
+  app.add_option("--resume", cli.resume, "continue a run: its folder (runs/...) or one of its checkpoint folders")
+      ->type_name("DIR");
   for (const cnn::train::FieldInfo& f : cnn::train::train_fields()) {
     const std::string flag = cnn::train::flag_name(f.key);
     if (f.is_bool) {
       cli.switches[f.key] = false;
       cli.options[f.key] = app.add_flag(flag + ",!--no-" + flag.substr(2), cli.switches[f.key], f.help);
     } else {
-      cli.options[f.key] = app.add_option(flag, cli.values[f.key], f.help);
+      const std::string help = f.default_value == "\"\"" ? f.help : f.help + " [" + f.default_value + "]";
+      cli.options[f.key] = app.add_option(flag, cli.values[f.key], help)->type_name(f.type_name);
     }
   }
 }

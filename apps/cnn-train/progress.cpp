@@ -35,10 +35,12 @@ std::string format_duration(double seconds) {
 }
 
 std::string progress_text(const ProgressInfo& i) {
+  char loss[32] = "-";  // before the first log interval
+  if (!std::isnan(i.loss)) std::snprintf(loss, sizeof loss, "%.4f", i.loss);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "epoch %lld/%lld step %lld/%lld loss %.4f lr %.2e %.0f img/s ETA %s",
-                (long long)(i.epoch + 1), (long long)i.epochs, (long long)i.step, (long long)i.total_steps, i.loss,
-                i.lr, i.images_per_s, format_duration(i.eta_s).c_str());
+  std::snprintf(buf, sizeof buf, "epoch %lld/%lld step %lld/%lld loss %s lr %.2e %.0f img/s ETA %s",
+                (long long)(i.epoch + 1), (long long)i.epochs, (long long)i.step, (long long)i.total_steps, loss, i.lr,
+                i.images_per_s, format_duration(i.eta_s).c_str());
   return buf;
 }
 

@@ -12,7 +12,7 @@ struct ProgressInfo {
   int64_t epoch = 0, epochs = 0;            // 0-based epoch, epoch count
   int64_t epoch_step = 0, epoch_steps = 0;  // optimizer steps done in this epoch, per epoch
   int64_t step = 0, total_steps = 0;        // global optimizer steps done, in the whole run
-  double loss = 0;                          // mean training loss of the last log interval
+  double loss = 0;                          // mean training loss of the last log interval (NaN: none yet)
   double lr = 0;
   double images_per_s = 0;
   double eta_s = 0;  // remaining wall time of the run

@@ -31,7 +31,7 @@ ys::Rule<double> at_least_zero() {
 
 Field field(const char* key, const char* help, Member m, AnyRule r, bool persisted = true) {
   const bool is_bool = std::holds_alternative<bool TrainConfig::*>(m);
-  return Field{FieldInfo{key, help, is_bool, persisted}, m, std::move(r)};
+  return Field{FieldInfo{key, help, is_bool, persisted, "", ""}, m, std::move(r)};
 }
 
 const std::vector<Field>& fields() {
@@ -176,7 +176,14 @@ std::string flag_name(const std::string& key) {
 const std::vector<FieldInfo>& train_fields() {
   static const std::vector<FieldInfo> infos = [] {
     std::vector<FieldInfo> v;
-    for (const Field& f : fields()) v.push_back(f.info);
+    const TrainConfig defaults;
+    for (const Field& f : fields()) {
+      FieldInfo info = f.info;
+      static const char* kTypeNames[] = {"INT", "NUM", "BOOL", "TEXT"};
+      info.type_name = kTypeNames[f.member.index()];
+      info.default_value = field_text(defaults, f.info.key);
+      v.push_back(std::move(info));
+    }
     return v;
   }();
   return infos;

@@ -76,6 +76,8 @@ struct FieldInfo {
   std::string help;
   bool is_bool = false;
   bool persisted = true;
+  std::string type_name;      // INT, NUM, TEXT or BOOL (for --help)
+  std::string default_value;  // as in the YAML file
 };
 const std::vector<FieldInfo>& train_fields();
 

@@ -206,6 +206,7 @@ ProgressInfo Trainer::progress_info() const {
   i.step = pos_.step;
   i.total_steps = plan_.total_steps;
   i.lr = lr_;
+  i.loss = last_logged_loss_;
   const double per_step = steps_this_process_ > 0 ? train_seconds_ / double(steps_this_process_) : 0;
   i.eta_s = per_step * double(plan_.total_steps - pos_.step);
   return i;
@@ -214,6 +215,7 @@ ProgressInfo Trainer::progress_info() const {
 void Trainer::log_interval_record(double seconds) {
   ProgressInfo info = progress_info();
   info.loss = log_loss_count_ > 0 ? log_loss_sum_.item() / double(log_loss_count_) : 0;
+  last_logged_loss_ = info.loss;
   info.images_per_s = seconds > 0 ? double(interval_images_) / seconds : 0;
   nlohmann::json rec = {{"type", "train"},   {"step", pos_.step}, {"epoch", epoch_progress()},
                         {"loss", info.loss}, {"lr", lr_},         {"img_per_s", info.images_per_s}};

@@ -4,6 +4,7 @@
 // uninterrupted one exactly. The step order and the resume rule: docs/train.md.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -82,7 +83,8 @@ class Trainer {
 
   Position pos_;
   double lr_ = 0;
-  Tensor log_loss_sum_, epoch_loss_sum_;  // f32 (1) on the device: sums of micro-batch losses
+  double last_logged_loss_ = std::nan("");  // shown on the progress bar between log intervals
+  Tensor log_loss_sum_, epoch_loss_sum_;    // f32 (1) on the device: sums of micro-batch losses
   int64_t log_loss_count_ = 0, epoch_loss_count_ = 0;
   Tensor last_grad_norm_;  // f32 (1), when clipping
   double best_top1_ = -1;
