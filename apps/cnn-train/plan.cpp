@@ -1,0 +1,174 @@
+// Run planning: device, model overrides, data sets, loader settings and every cross-field check of the recipe.
+#include "apps/cnn-train/plan.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/fashion_mnist.h"
+#include "data/sampler.h"
+
+namespace cnn::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The first `n` samples of another data set (--train-samples / --val-samples).
+class SubsetDataset : public data::Dataset {
+ public:
+  SubsetDataset(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
+  int64_t size() const override { return n_; }
+  int64_t label(int64_t i) const override { return base_->label(i); }
+  int num_classes() const override { return base_->num_classes(); }
+  int channels() const override { return base_->channels(); }
+  std::vector<float> mean() const override { return base_->mean(); }
+  std::vector<float> std() const override { return base_->std(); }
+  std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
+  data::RawSample read(int64_t i) const override { return base_->read(i); }
+
+ private:
+  std::shared_ptr<const data::Dataset> base_;
+  int64_t n_;
+};
+
+std::shared_ptr<const data::Dataset> limit(std::shared_ptr<const data::Dataset> ds, int64_t n, const char* flag) {
+  if (n == 0) return ds;
+  if (n > ds->size())
+    throw Error(str_cat(flag, ": expected at most the ", ds->size(), " samples the split has, got ", n));
+  return std::make_shared<SubsetDataset>(std::move(ds), n);
+}
+
+Device resolve_device(const std::string& text) {
+  if (text == "auto") return cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu();
+  Device d;
+  try {
+    d = Device::parse(text);
+  } catch (const Error& e) {
+    throw Error(str_cat("--device: expected cpu, cuda, cuda:N or auto, got '", text, "'"));
+  }
+  require_device(d, "--device");
+  return d;
+}
+
+void load_datasets(Plan& p, int channels) {
+  const TrainConfig& c = p.config;
+  if (c.dataset == "synthetic") {
+    const int classes = int(c.num_classes), size = int(c.image_size);
+    const int64_t val_size = std::max<int64_t>(c.synthetic_size / 4, 1);
+    p.train_set = std::make_shared<data::SyntheticDataset>(c.synthetic_size, classes, size, size, channels, c.seed);
+    p.val_set = std::make_shared<data::SyntheticDataset>(val_size, classes, size, size, channels, c.seed + 1);
+    return;
+  }
+  const std::string dir =
+      c.dataset == "fashion-mnist" && c.data_dir.empty() ? std::string(data::kFashionMnistDir) : c.data_dir;
+  if (dir.empty()) throw Error(str_cat("--data-dir: required for --dataset ", c.dataset));
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(str_cat("--data-dir: '", dir, "' is not a folder"));
+  if (c.dataset == "fashion-mnist") {
+    p.train_set = std::make_shared<data::FashionMnistDataset>(dir, "train");
+    p.val_set = std::make_shared<data::FashionMnistDataset>(dir, "test");
+  } else {
+    p.train_set = std::make_shared<data::ImageFolderDataset>(dir, "train");
+    p.val_set = std::make_shared<data::ImageFolderDataset>(dir, "val");
+  }
+}
+
+void check_data(const Plan& p, int channels) {
+  const TrainConfig& c = p.config;
+  if (p.train_set->channels() != channels)
+    throw Error(str_cat("--model: ", p.model_name, " takes ", channels, "-channel images, --dataset ", c.dataset,
+                        " has ", p.train_set->channels()));
+  if (p.train_set->num_classes() > c.num_classes)
+    throw Error(str_cat("--num-classes: the model has ", c.num_classes, " outputs, --dataset ", c.dataset, " has ",
+                        p.train_set->num_classes(), " classes"));
+  if (c.batch_size > p.train_set->size())
+    throw Error(str_cat("--batch-size: ", c.batch_size, " exceeds the ", p.train_set->size(),
+                        " training samples (the last short batch is dropped, so no step would run)"));
+}
+
+data::LoaderConfig loader_config(const TrainConfig& c, const Device& device, bool train, int channels) {
+  data::LoaderConfig l;
+  l.batch_size = c.batch_size;
+  l.workers = int(c.workers);
+  l.seed = uint64_t(c.seed);
+  l.shuffle = train;
+  l.drop_last = train;
+  l.transform.image_size = int(c.image_size);
+  l.transform.channels = channels;
+  l.transform.augment =
+      train ? data::parse_augment(c.augment) : (c.dataset == "imagenet" ? data::Augment::eval : data::Augment::none);
+  l.dtype = c.amp ? DType::f16 : DType::f32;
+  l.device = device;
+  return l;
+}
+
+void check_combinations(const TrainConfig& c, const Device& device) {
+  if (c.amp && device.is_cpu())
+    throw Error("--amp: mixed precision needs a CUDA device (FP16 kernels); --device resolved to cpu");
+  if (c.bfc_accum == "ha" && !c.amp)
+    throw Error("--bfc-accum: 'ha' selects the FP16 backward-filter accumulation and needs --amp");
+  if (c.min_lr > c.lr) throw Error(str_cat("--min-lr: expected <= --lr (", c.lr, "), got ", c.min_lr));
+  if (c.warmup_lr_init > c.lr)
+    throw Error(str_cat("--warmup-lr-init: expected <= --lr (", c.lr, "), got ", c.warmup_lr_init));
+  if (c.given.count("steps") && !c.synthetic) throw Error("--steps: only with --synthetic (benchmark mode)");
+  if (c.given.count("bench_warmup") && !c.synthetic) throw Error("--bench-warmup: only with --synthetic");
+  if (c.synthetic && c.stop_after > 0) throw Error("--stop-after: not with --synthetic (benchmark mode saves nothing)");
+}
+
+void plan_schedule(Plan& p) {
+  const TrainConfig& c = p.config;
+  p.batches_per_epoch = data::batch_count(p.train_set->size(), c.batch_size, true);
+  p.steps_per_epoch = (p.batches_per_epoch + c.accum_steps - 1) / c.accum_steps;
+  p.total_steps = p.steps_per_epoch * c.epochs;
+  p.warmup_steps = int64_t(std::llround(c.warmup_epochs * double(p.steps_per_epoch)));
+  if (p.warmup_steps >= p.total_steps && c.warmup_epochs > 0)
+    throw Error(str_cat("--warmup-epochs: expected fewer warmup steps than the run's ", p.total_steps, " steps, got ",
+                        c.warmup_epochs, " epochs = ", p.warmup_steps, " steps"));
+}
+
+}  // namespace
+
+ModelConfig resolve_model(TrainConfig& c) {
+  if (c.model.empty())
+    throw Error("--model: no model given (a name in configs/models, a YAML path, or a --config recipe)");
+  ModelConfig mc = load_model_config(resolve_model_config(c.model));
+  ModelCommon& common = model_common(mc);
+  if (c.num_classes == 0) c.num_classes = common.num_classes;
+  common.num_classes = int(c.num_classes);
+  if (c.image_size == 0) c.image_size = common.input_size;
+  if (c.drop_path_set()) {
+    if (common.family == "convmixer" && c.drop_path > 0)
+      throw Error(
+          str_cat("--drop-path: ", common.name, " is a ConvMixer, which has no stochastic depth; got ", c.drop_path));
+    common.drop_path_rate = c.drop_path;
+  } else {
+    c.drop_path = common.drop_path_rate;
+  }
+  if (c.augment == "auto") c.augment = c.dataset == "imagenet" ? "train" : "none";
+  return mc;
+}
+
+Plan make_plan(const TrainConfig& config) {
+  Plan p;
+  p.config = config;
+  TrainConfig& c = p.config;
+  if (c.synthetic) c.dataset = "synthetic";
+  p.device = resolve_device(c.device);
+  check_combinations(c, p.device);
+  p.model_config = resolve_model(c);
+  p.model_name = model_common(p.model_config).name;
+  p.build_options.bfc_accum = c.bfc_accum == "ha" ? dwconv::BfcAccum::ha : dwconv::BfcAccum::fp32;
+  if (c.synthetic) c.synthetic_size = std::max<int64_t>(4, (c.steps + c.bench_warmup) * c.batch_size * c.accum_steps);
+  const int channels = model_common(p.model_config).in_channels;
+  load_datasets(p, channels);
+  p.train_set = limit(p.train_set, c.train_samples, "--train-samples");
+  p.val_set = limit(p.val_set, c.val_samples, "--val-samples");
+  check_data(p, channels);
+  p.train_loader = loader_config(c, p.device, true, channels);
+  p.val_loader = loader_config(c, p.device, false, channels);
+  plan_schedule(p);
+  return p;
+}
+
+}  // namespace cnn::train

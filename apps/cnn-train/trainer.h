@@ -1,0 +1,110 @@
+// The training loop of cnn-train: model (FP32, plus an FP16 compute copy under --amp), AdamW with the Module's
+// no-decay flags, warmup + cosine schedule, clipping, accumulation, loss scaling, evaluation, metrics and
+// checkpoints. Every random choice is a function of (seed, epoch, index, step), so a resumed run replays the
+// uninterrupted one exactly. The step order and the resume rule: docs/train.md.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/cnn-train/plan.h"
+#include "apps/cnn-train/progress.h"
+#include "apps/cnn-train/run_files.h"
+#include "core/tensor.h"
+#include "data/loader.h"
+#include "models/model.h"
+#include "optim/adamw.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
+#include "optim/param.h"
+
+namespace cnn::train {
+
+// Where the run stands; saved in every checkpoint.
+struct Position {
+  int64_t epoch = 0;       // current epoch (0-based)
+  int64_t next_batch = 0;  // next micro-batch of that epoch
+  int64_t step = 0;        // optimizer steps done
+};
+
+struct EvalResult {
+  double loss = 0, top1 = 0, top5 = 0;  // mean loss, accuracies in [0, 1]
+  int64_t images = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(Plan plan);
+  ~Trainer();
+
+  // Training run in a new run folder, or continuing the run of `resume_checkpoint` (a checkpoint folder inside
+  // `run_dir`). Returns after the last epoch or after --stop-after steps.
+  void train(const std::string& run_dir, const std::string& resume_checkpoint);
+  // Benchmark mode: bench_warmup untimed steps, then `steps` timed ones; prints ms/step and img/s.
+  void benchmark();
+
+ private:
+  // Setup.
+  void build_model();
+  void build_optimizer();
+  // One optimizer step over `micro` micro-batches of the current epoch.
+  void optimizer_step(int64_t micro);
+  void forward_backward(const data::Batch& batch);
+  EvalResult evaluate();
+  // Loop pieces.
+  void run_epochs();
+  void after_step(double step_seconds);
+  void end_epoch();
+  void run_eval();
+  void log_interval_record(double seconds);
+  ProgressInfo progress_info() const;
+  bool stop_requested();          // --stop-after reached: saves a checkpoint and returns true
+  double epoch_progress() const;  // epochs done, fractional
+  // Checkpoints (trainer_state.cpp).
+  void save_checkpoint(bool best);
+  void load_checkpoint(const std::string& dir);
+  void sync_buffers_to_master();
+  void copy_master_to_compute();
+
+  Plan plan_;
+  const TrainConfig& cfg_;
+  std::shared_ptr<Model> master_;   // FP32 weights: the checkpoint and the optimizer's masters
+  std::shared_ptr<Model> compute_;  // the forward's model: master_ itself, or its FP16 copy under --amp
+  std::vector<optim::ParamRef> params_;
+  std::unique_ptr<optim::AdamW> opt_;
+  std::unique_ptr<optim::DynamicLossScaler> scaler_;
+  optim::LrSchedule schedule_;
+  std::unique_ptr<data::DataLoader> train_loader_, val_loader_;
+
+  Position pos_;
+  double lr_ = 0;
+  double last_logged_loss_ = std::nan("");  // shown on the progress bar between log intervals
+  Tensor log_loss_sum_, epoch_loss_sum_;    // f32 (1) on the device: sums of micro-batch losses
+  int64_t log_loss_count_ = 0, epoch_loss_count_ = 0;
+  Tensor last_grad_norm_;  // f32 (1), when clipping
+  double best_top1_ = -1;
+  int64_t best_step_ = -1;
+  int64_t saved_step_ = -1;  // step of the newest checkpoint folder
+
+  // Run files and console.
+  std::string run_dir_;
+  std::unique_ptr<CheckpointDir> checkpoints_;
+  MetricsLog metrics_;
+  std::unique_ptr<Progress> progress_;
+  double start_wall_ = 0, start_cpu_ = 0;
+  double train_seconds_ = 0;     // wall time inside training steps (no evaluation, no saving)
+  double interval_seconds_ = 0;  // training time since the last log record
+  int64_t interval_images_ = 0;
+  int64_t steps_this_process_ = 0;
+  bool stopped_ = false;
+};
+
+// Wall-clock seconds (steady clock).
+double wall_seconds();
+
+}  // namespace cnn::train
