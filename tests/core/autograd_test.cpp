@@ -4,6 +4,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "layers/functional.h"
+#include "tests/support/numeric.h"
 
 namespace cnn {
 namespace {
@@ -14,14 +15,7 @@ Tensor vec(std::vector<float> v, bool grad) {
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 TEST(Autograd, ChainRuleThroughSharedInput) {
   Tensor x = vec({1, 2, 3}, true);

@@ -17,14 +17,7 @@ Tensor iota(const Shape& shape) {
   return Tensor::from_vector(v, shape);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 TEST(Tensor, CreationAndMetadata) {
   Tensor t = Tensor::zeros({2, 3, 4}, DType::f32, Device::cpu(), "x");

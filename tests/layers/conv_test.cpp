@@ -22,14 +22,7 @@ Tensor rand(const Shape& s, uint64_t seed, DType t = DType::f64, bool grad = tru
   return x;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 // y[n, oh, ow, k] = b[k] + sum x[n, oh*sh + i - ph, ow*sw + j - pw, c] w[k, i, j, c], in double.
 Tensor conv_direct(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dGeometry& g) {

@@ -11,18 +11,12 @@
 #include "layers/functional.h"
 #include "layers/layers.h"
 #include "layers/mlp.h"
+#include "tests/support/numeric.h"
 
 namespace cnn {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 // A ConvNeXt-like block: x + DropPath(LayerScale(pwconv2(GELU(pwconv1(LayerNorm(dwconv(x))))))).
 class Block : public Module {

@@ -24,14 +24,7 @@ Tensor rand(const Shape& s, uint64_t seed, DType t = DType::f64, bool grad = tru
   return x;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 TEST(LayerNorm, ForwardMatchesFormula) {
   const int64_t rows = 6, c = 5;

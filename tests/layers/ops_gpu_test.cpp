@@ -23,11 +23,7 @@ Tensor rand(const Shape& s, uint64_t seed, bool grad = true, double lo = -1, dou
 }
 
 test::GpuCompareOptions opts(DType t, double f32_tol, double f16_atol, double f16_rtol = 2e-3) {
-  test::GpuCompareOptions o;
-  o.gpu_dtype = t;
-  o.atol = t == DType::f32 ? f32_tol : f16_atol;
-  o.rtol = t == DType::f32 ? f32_tol : f16_rtol;
-  return o;
+  return test::gpu_compare_options(t, f32_tol, f16_atol, f16_rtol);
 }
 
 class OpsGpu : public ::testing::TestWithParam<DType> {};

@@ -69,4 +69,12 @@ Run run_on(const OpFn& op, const std::vector<Tensor>& inputs, const Tensor& r, b
   return ::testing::AssertionSuccess();
 }
 
+GpuCompareOptions gpu_compare_options(DType gpu_dtype, double f32_tol, double f16_atol, double f16_rtol) {
+  GpuCompareOptions o;
+  o.gpu_dtype = gpu_dtype;
+  o.atol = gpu_dtype == DType::f32 ? f32_tol : f16_atol;
+  o.rtol = gpu_dtype == DType::f32 ? f32_tol : f16_rtol;
+  return o;
+}
+
 }  // namespace cnn::test

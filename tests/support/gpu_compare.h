@@ -25,4 +25,7 @@ struct GpuCompareOptions {
 ::testing::AssertionResult compare_gpu_cpu(const OpFn& op, const std::vector<Tensor>& cpu_inputs,
                                            const GpuCompareOptions& options);
 
+// Options for an op tested in f32 and f16: f32 with one tolerance, f16 with its own absolute/relative pair.
+GpuCompareOptions gpu_compare_options(DType gpu_dtype, double f32_tol, double f16_atol, double f16_rtol = 2e-3);
+
 }  // namespace cnn::test

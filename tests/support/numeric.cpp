@@ -1,6 +1,8 @@
 // Tensor comparison helpers with index / expected / got / max error diagnostics.
 #include "tests/support/numeric.h"
 
+#include "core/error.h"
+
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -58,5 +60,14 @@ namespace cnn::test {
 }
 
 bool has_cuda_device() { return cuda_built() && cuda_device_count() > 0; }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
 
 }  // namespace cnn::test

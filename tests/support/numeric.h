@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "core/tensor.h"
@@ -19,6 +20,9 @@ namespace cnn::test {
 
 // True when a CUDA device can be used by this binary.
 bool has_cuda_device();
+
+// The message of the cnn::Error that f throws, or "<no error>" when it throws none.
+std::string error_of(const std::function<void()>& f);
 
 }  // namespace cnn::test
 
