@@ -15,17 +15,6 @@ namespace {
 
 using V = std::vector<Tensor>;
 
-Tensor rand(const Shape& s, uint64_t seed, bool grad = true, double lo = -1, double hi = 1) {
-  Tensor x = Tensor::empty(s, DType::f32);
-  x.uniform_(seed, 0, lo, hi);
-  if (grad) x.set_requires_grad(true);
-  return x;
-}
-
-test::GpuCompareOptions opts(DType t, double f32_tol, double f16_atol, double f16_rtol = 2e-3) {
-  return test::gpu_compare_options(t, f32_tol, f16_atol, f16_rtol);
-}
-
 class LayersGpu : public ::testing::TestWithParam<DType> {};
 
 TEST_P(LayersGpu, Conv2d) {
@@ -33,16 +22,18 @@ TEST_P(LayersGpu, Conv2d) {
   const DType t = GetParam();
   // Sums of R*S*C <= 108 products |x w| <= 1 (outputs ~10) and weight gradients over N*OH*OW <= 150 positions of
   // |dy x| <~ 3: FP32 order differences < 1e-4 relative; f16 adds one output rounding (5e-3 absolute near 10).
-  const auto o = opts(t, 1e-4, 3e-2, 5e-3);
+  const auto o = test::gpu_compare_options(t, 1e-4, 3e-2, 5e-3);
   struct Case {
     Shape x, w;
     ops::Conv2dGeometry g;
   };
-  for (const Case& c : {Case{{2, 17, 34, 3}, {8, 4, 4, 3}, {4, 4, 0, 0}}, Case{{1, 9, 7, 12}, {16, 3, 3, 12}, {2, 2, 1, 1}},
-                        Case{{2, 5, 6, 16}, {8, 1, 1, 16}, {1, 1, 0, 0}}, Case{{1, 8, 9, 4}, {5, 2, 3, 4}, {1, 2, 0, 1}}}) {
+  for (const Case& c :
+       {Case{{2, 17, 34, 3}, {8, 4, 4, 3}, {4, 4, 0, 0}}, Case{{1, 9, 7, 12}, {16, 3, 3, 12}, {2, 2, 1, 1}},
+        Case{{2, 5, 6, 16}, {8, 1, 1, 16}, {1, 1, 0, 0}}, Case{{1, 8, 9, 4}, {5, 2, 3, 4}, {1, 2, 0, 1}}}) {
     const ops::Conv2dGeometry g = c.g;
-    EXPECT_TRUE(test::compare_gpu_cpu([g](Tape* tp, const V& in) { return ops::conv2d(tp, in[0], in[1], in[2], g); },
-                                      {rand(c.x, 1), rand(c.w, 2), rand({c.w[0]}, 3)}, o))
+    EXPECT_TRUE(test::compare_gpu_cpu(
+        [g](Tape* tp, const V& in) { return ops::conv2d(tp, in[0], in[1], in[2], g); },
+        {test::random_input(c.x, 1), test::random_input(c.w, 2), test::random_input({c.w[0]}, 3)}, o))
         << "x " << shape_str(c.x) << " w " << shape_str(c.w);
   }
 }
@@ -52,20 +43,20 @@ TEST_P(LayersGpu, DepthwiseConv2d) {
   const DType t = GetParam();
   // Up to 255 taps (51x5) of |x w| <= 1: outputs ~10-20, FP32 order differences ~1e-5 relative; dW sums N*OH*OW
   // products: f32 1e-4 relative; f16 runs the FP32 kernels between f16 roundings of inputs and outputs.
-  const auto o = opts(t, 2e-4, 5e-2, 5e-3);
+  const auto o = test::gpu_compare_options(t, 2e-4, 5e-2, 5e-3);
   struct Case {
     Shape x;
     int fh, fw;
     ops::DwGeometry g;
   };
-  for (const Case& c : {Case{{2, 17, 34, 72}, 7, 7, {1, 1, 3, 3, 3, 3}}, Case{{1, 20, 13, 8}, 51, 5, {1, 1, 25, 25, 2, 2}},
-                        Case{{1, 13, 20, 8}, 5, 51, {1, 1, 2, 2, 25, 25}},
-                        Case{{2, 17, 18, 12}, 3, 3, {2, 2, 1, 1, 1, 1}},
-                        Case{{1, 9, 10, 5}, 4, 3, {1, 2, 1, 2, 0, 3}}}) {
+  for (const Case& c :
+       {Case{{2, 17, 34, 72}, 7, 7, {1, 1, 3, 3, 3, 3}}, Case{{1, 20, 13, 8}, 51, 5, {1, 1, 25, 25, 2, 2}},
+        Case{{1, 13, 20, 8}, 5, 51, {1, 1, 2, 2, 25, 25}}, Case{{2, 17, 18, 12}, 3, 3, {2, 2, 1, 1, 1, 1}},
+        Case{{1, 9, 10, 5}, 4, 3, {1, 2, 1, 2, 0, 3}}}) {
     const ops::DwGeometry g = c.g;
     EXPECT_TRUE(test::compare_gpu_cpu(
         [g](Tape* tp, const V& in) { return ops::depthwise_conv2d(tp, in[0], in[1], in[2], g); },
-        {rand(c.x, 1), rand({c.fh, c.fw, c.x[3]}, 2), rand({c.x[3]}, 3)}, o))
+        {test::random_input(c.x, 1), test::random_input({c.fh, c.fw, c.x[3]}, 2), test::random_input({c.x[3]}, 3)}, o))
         << "x " << shape_str(c.x) << " filter " << c.fh << "x" << c.fw;
   }
 }
@@ -74,9 +65,10 @@ TEST_P(LayersGpu, LinearNd) {
   CNN_REQUIRE_GPU();
   const DType t = GetParam();
   // K = 72, |x w| <= 1: outputs <~ 10; dW sums 2*5*7 rows.
-  EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::linear_nd(tp, in[0], in[1], in[2]); },
-                                    {rand({2, 5, 7, 72}, 1), rand({40, 72}, 2), rand({40}, 3)},
-                                    opts(t, 1e-4, 3e-2, 5e-3)));
+  EXPECT_TRUE(test::compare_gpu_cpu(
+      [](Tape* tp, const V& in) { return ops::linear_nd(tp, in[0], in[1], in[2]); },
+      {test::random_input({2, 5, 7, 72}, 1), test::random_input({40, 72}, 2), test::random_input({40}, 3)},
+      test::gpu_compare_options(t, 1e-4, 3e-2, 5e-3)));
 }
 
 TEST_P(LayersGpu, LayerNorm) {
@@ -87,7 +79,8 @@ TEST_P(LayersGpu, LayerNorm) {
   for (int64_t c : {int64_t(72), int64_t(200), int64_t(5)}) {
     EXPECT_TRUE(test::compare_gpu_cpu(
         [](Tape* tp, const V& in) { return ops::layer_norm(tp, in[0], in[1], in[2], 1e-6); },
-        {rand({2, 9, 11, c}, 1, true, -3, 3), rand({c}, 2), rand({c}, 3)}, opts(t, 1e-4, 3e-2, 5e-3)))
+        {test::random_input({2, 9, 11, c}, 1, true, -3, 3), test::random_input({c}, 2), test::random_input({c}, 3)},
+        test::gpu_compare_options(t, 1e-4, 3e-2, 5e-3)))
         << "C = " << c;
   }
 }
@@ -99,13 +92,15 @@ TEST_P(LayersGpu, BatchNormTrainingAndEval) {
     // Running statistics are created on the op's device, FP32 on both sides.
     auto op = [training](Tape* tp, const V& in) {
       const Device d = in[0].device();
-      Tensor rm = Tensor::full({in[0].size(-1)}, 0.1, DType::f32, d), rv = Tensor::full({in[0].size(-1)}, 1.5,
-                                                                                         DType::f32, d);
+      Tensor rm = Tensor::full({in[0].size(-1)}, 0.1, DType::f32, d),
+             rv = Tensor::full({in[0].size(-1)}, 1.5, DType::f32, d);
       return ops::batch_norm(tp, in[0], in[1], in[2], rm, rv, training, 0.1, 1e-5);
     };
     // Per-channel sums over 2*17*13 = 442 rows in FP32 (different split): 1e-4; f16 as LayerNorm.
-    EXPECT_TRUE(test::compare_gpu_cpu(op, {rand({2, 17, 13, 24}, 1, true, -2, 2), rand({24}, 2), rand({24}, 3)},
-                                      opts(t, 1e-4, 3e-2, 5e-3)))
+    EXPECT_TRUE(test::compare_gpu_cpu(
+        op,
+        {test::random_input({2, 17, 13, 24}, 1, true, -2, 2), test::random_input({24}, 2), test::random_input({24}, 3)},
+        test::gpu_compare_options(t, 1e-4, 3e-2, 5e-3)))
         << (training ? "training" : "eval");
   }
 }
@@ -113,7 +108,8 @@ TEST_P(LayersGpu, BatchNormTrainingAndEval) {
 TEST_P(LayersGpu, RunningStatisticsMatchCpu) {
   CNN_REQUIRE_GPU();
   const DType t = GetParam();
-  const Tensor x = rand({4, 7, 9, 16}, 5, false, -2, 2).to(t).to(DType::f32);  // same (rounded) values both sides
+  const Tensor x =
+      test::random_input({4, 7, 9, 16}, 5, false, -2, 2).to(t).to(DType::f32);  // same (rounded) values both sides
   BatchNorm2d cpu_bn(16), gpu_bn(16);
   gpu_bn.to(t);
   gpu_bn.to(Device::cuda(0));
@@ -132,18 +128,20 @@ TEST_P(LayersGpu, GeluScaleDropPathPool) {
   const DType t = GetParam();
   // erf in FP32 (CUDA erff, 2 ulp) vs FP64 on the CPU rounded to f32: 1e-6.
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::gelu(tp, in[0]); },
-                                    {rand({3, 1001}, 1, true, -5, 5)}, opts(t, 1e-6, 2e-3)));
+                                    {test::random_input({3, 1001}, 1, true, -5, 5)},
+                                    test::gpu_compare_options(t, 1e-6, 2e-3)));
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mul(tp, in[0], in[1]); },
-                                    {rand({2, 5, 6, 72}, 2), rand({72}, 3)}, opts(t, 1e-5, 2e-2)));
+                                    {test::random_input({2, 5, 6, 72}, 2), test::random_input({72}, 3)},
+                                    test::gpu_compare_options(t, 1e-5, 2e-2)));
   // Drop-path masks are bitwise equal on both devices (same Philox draws); scaling is exact up to one rounding.
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::drop_path(tp, in[0], 0.3, 17, 5, 9); },
-                                    {rand({33, 3, 4, 8}, 4)}, opts(t, 1e-6, 2e-3)));
+                                    {test::random_input({33, 3, 4, 8}, 4)}, test::gpu_compare_options(t, 1e-6, 2e-3)));
   const auto cpu_s = ops::drop_path_scales(1000, 0.3, 17, 5, 9, DType::f32, Device::cpu());
   const auto gpu_s = ops::drop_path_scales(1000, 0.3, 17, 5, 9, DType::f32, Device::cuda(0));
   EXPECT_TRUE(test::bitwise_equal(cpu_s, gpu_s, "drop_path scales"));
   // Means over 7*9 = 63 pixels.
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::global_avg_pool(tp, in[0]); },
-                                    {rand({3, 7, 9, 130}, 5)}, opts(t, 1e-6, 2e-3)));
+                                    {test::random_input({3, 7, 9, 130}, 5)}, test::gpu_compare_options(t, 1e-6, 2e-3)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayersGpu, ::testing::Values(DType::f32, DType::f16),

@@ -77,4 +77,11 @@ GpuCompareOptions gpu_compare_options(DType gpu_dtype, double f32_tol, double f1
   return o;
 }
 
+Tensor random_input(const Shape& shape, uint64_t seed, bool requires_grad, double lo, double hi) {
+  Tensor x = Tensor::empty(shape, DType::f32);
+  x.uniform_(seed, 0, lo, hi);
+  if (requires_grad) x.set_requires_grad(true);
+  return x;
+}
+
 }  // namespace cnn::test

@@ -25,6 +25,9 @@ struct GpuCompareOptions {
 ::testing::AssertionResult compare_gpu_cpu(const OpFn& op, const std::vector<Tensor>& cpu_inputs,
                                            const GpuCompareOptions& options);
 
+// An f32 CPU input with U(lo, hi) elements from the Philox stream `seed`, requiring grad unless told otherwise.
+Tensor random_input(const Shape& shape, uint64_t seed, bool requires_grad = true, double lo = -1, double hi = 1);
+
 // Options for an op tested in f32 and f16: f32 with one tolerance, f16 with its own absolute/relative pair.
 GpuCompareOptions gpu_compare_options(DType gpu_dtype, double f32_tol, double f16_atol, double f16_rtol = 2e-3);
 
