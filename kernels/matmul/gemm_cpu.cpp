@@ -43,8 +43,8 @@ void use_single_threaded_blas() {
   (void)done;
 }
 
-// Splits C along its longer side (rows of op(A) or columns of op(B)) into one aligned panel per thread; the
-// panels are independent GEMMs with the same K order, so the result does not depend on the split.
+// Splits C along its longer side (rows of op(A) or columns of op(B)) into one aligned panel per thread. The panels
+// depend only on the shape and the thread count, so runs are reproducible (not bitwise equal across thread counts).
 template <class T, class Call>
 void gemm_panels(const T* a, const T* b, T* c, const GemmParams& p, Call call) {
   use_single_threaded_blas();
