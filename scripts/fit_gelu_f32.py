@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Fits the polynomial g in M(a) = t*g(t - C), t = 1/(1 + P*a), where M(a) = Q(a)*exp(a^2/2) and Q(a) = erfc(a/sqrt2)/2
-is the upper normal tail: the float GELU in kernels/pointwise/pointwise_cpu.cpp computes Q(|x|) = exp(-x^2/2)*M(|x|).
-Weighted least squares (Lawson iteration towards minimax) in relative error over a in [0, kMaxA]; prints the
+"""Fits the polynomial g in M(a) = t*g(t), t = 1/(1 + P*a), where M(a) = Q(a)*exp(a^2/2) and Q(a) = erfc(a/sqrt2)/2
+is the upper normal tail: the float GELU in kernels/pointwise/gelu_cpu_f32.cpp computes Q(|x|) = exp(-x^2/2)*M(|x|).
+Weighted least squares (Lawson iteration towards minimax) in relative error over a in [0, MAX_A]; prints the
 coefficients (highest degree first, for Horner) and the achieved maximum relative error in double."""
 import math
 import sys
@@ -25,9 +25,7 @@ u = np.cos(np.pi * (np.arange(n_pts) + 0.5) / n_pts)
 t = 0.5 * (t_lo + t_hi) + 0.5 * (t_hi - t_lo) * u
 a = (1.0 / t - 1.0) / P
 target = np.array([mills(v) for v in a]) / t  # g(t) = M(a)/t
-# Centred variable s = t - C keeps the coefficients small and decaying, so Horner's rule in float adds little error.
-C = float(np.float32(0.5 * (t_lo + t_hi)))
-V = np.vander(t - C, DEG + 1)  # highest degree first
+V = np.vander(t, DEG + 1)  # highest degree first
 w = np.ones_like(t)
 for _ in range(60):
     W = w / np.abs(target)  # relative error
@@ -35,7 +33,7 @@ for _ in range(60):
     err = np.abs(V @ coef - target) / np.abs(target)
     w = w * err / err.max() + 1e-12
     w = w / w.sum()
-print(f"P={P!r} DEG={DEG} C={C!r}f max_rel_err={err.max():.3e}")
+print(f"P={P!r} DEG={DEG} max_rel_err={err.max():.3e}")
 for c in coef:
     print(f"{float(np.float32(c))!r}f,")
 # Error with the coefficients rounded to float (what the kernel uses), evaluated in double on a dense grid.
@@ -43,4 +41,4 @@ c32 = np.array([np.float32(c) for c in coef], dtype=np.float64)
 aa = np.linspace(0.0, MAX_A, 200001)
 tt = 1.0 / (1.0 + P * aa)
 ref = np.array([mills(v) for v in aa])
-print(f"float-coefficient max_rel_err={np.max(np.abs(tt * np.polyval(c32, tt - C) - ref) / ref):.3e}")
+print(f"float-coefficient max_rel_err={np.max(np.abs(tt * np.polyval(c32, tt) - ref) / ref):.3e}")

@@ -1,6 +1,6 @@
-// Exact (erf) GELU and its derivative for f32 on the CPU, in vectorizable float arithmetic (baseline and AVX2+FMA
-// builds of one loop, chosen at run time). Phi from the normal tail Q(a) = exp(-a^2/2) t g(t), t = 1/(1 + P a), with g fitted by
-// scripts/fit_gelu_f32.py; error vs the f64 formula is measured in tests/kernels/gelu_cpu_test.cpp.
+// Exact (erf) GELU and its derivative for f32 on the CPU in vectorizable float arithmetic: one loop built for
+// baseline x86-64, AVX2+FMA and AVX-512, chosen at run time. Phi comes from the normal tail Q(a) = exp(-a^2/2) t g(t),
+// t = 1/(1 + P a), g fitted by scripts/fit_gelu_f32.py; tests/kernels/gelu_cpu_test.cpp measures the error.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -103,26 +103,43 @@ void backward_generic(const float* x, const float* dy, float* dx, int64_t n) { b
 [[gnu::target("avx2,fma")]] void backward_avx2(const float* x, const float* dy, float* dx, int64_t n) {
   backward_loop(x, dy, dx, n);
 }
+[[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void forward_avx512(const float* x, float* y, int64_t n) {
+  forward_loop(x, y, n);
+}
+[[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void backward_avx512(const float* x, const float* dy, float* dx,
+                                                                          int64_t n) {
+  backward_loop(x, dy, dx, n);
+}
 
 }  // namespace
 
 bool isa_supported(Isa isa) {
-  return isa == Isa::generic || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  switch (isa) {
+    case Isa::avx512:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl");
+    case Isa::avx2: return avx2;
+    case Isa::generic: return true;
+  }
+  return false;
 }
 
 Isa best_isa() {
-  static const Isa best = isa_supported(Isa::avx2) ? Isa::avx2 : Isa::generic;
+  static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512
+                          : isa_supported(Isa::avx2)  ? Isa::avx2
+                                                      : Isa::generic;
   return best;
 }
 
 void forward(Isa isa, const float* x, float* y, int64_t n) {
-  const auto chunk = isa == Isa::avx2 ? forward_avx2 : forward_generic;
+  const auto chunk = isa == Isa::avx512 ? forward_avx512 : isa == Isa::avx2 ? forward_avx2 : forward_generic;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t b = 0; b < n; b += kChunk) chunk(x + b, y + b, std::min(kChunk, n - b));
 }
 
 void backward(Isa isa, const float* x, const float* dy, float* dx, int64_t n) {
-  const auto chunk = isa == Isa::avx2 ? backward_avx2 : backward_generic;
+  const auto chunk = isa == Isa::avx512 ? backward_avx512 : isa == Isa::avx2 ? backward_avx2 : backward_generic;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t b = 0; b < n; b += kChunk) chunk(x + b, dy + b, dx + b, std::min(kChunk, n - b));
 }

@@ -6,7 +6,7 @@
 
 namespace cnn::kernels::gelu_f32 {
 
-enum class Isa { generic, avx2 };  // generic: baseline x86-64 (SSE2); avx2: AVX2 + FMA
+enum class Isa { generic, avx2, avx512 };  // generic: baseline x86-64 (SSE2); avx2: AVX2 + FMA; avx512: F, DQ, VL
 Isa best_isa();
 bool isa_supported(Isa isa);
 
