@@ -90,8 +90,8 @@ void gemm_cpu(const double* a, const double* b, double* c, const GemmParams& p) 
   p.validate("gemm_cpu");
   if (p.m == 0 || p.n == 0) return;
   gemm_panels(a, b, c, p, [](const double* pa, const double* pb, double* pc, const GemmParams& q) {
-    cblas_dgemm(CblasRowMajor, op(q.trans_a), op(q.trans_b), int(q.m), int(q.n), int(q.k), q.alpha, pa, int(q.lda),
-                pb, int(q.ldb), q.beta, pc, int(q.ldc));
+    cblas_dgemm(CblasRowMajor, op(q.trans_a), op(q.trans_b), int(q.m), int(q.n), int(q.k), q.alpha, pa, int(q.lda), pb,
+                int(q.ldb), q.beta, pc, int(q.ldc));
   });
 }
 

@@ -147,7 +147,8 @@ void bn_eval_stats(const T* running_mean, const T* running_var, T* mean, T* rstd
 }
 
 template <class T>
-CNN_NORM_CLONES void bn_forward(const T* x, const T* gamma, const T* beta, const T* mean, const T* rstd, T* y, const NormParams& p) {
+CNN_NORM_CLONES void bn_forward(const T* x, const T* gamma, const T* beta, const T* mean, const T* rstd, T* y,
+                                const NormParams& p) {
   check("batchnorm_forward_cpu", p);
   const int64_t c = p.c;
 #pragma omp parallel for schedule(static) if (p.rows * c >= kParallelMin)
@@ -158,8 +159,8 @@ CNN_NORM_CLONES void bn_forward(const T* x, const T* gamma, const T* beta, const
 }
 
 template <class T>
-CNN_NORM_CLONES void bn_backward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx, T* dgamma, T* dbeta,
-                 const NormParams& p, bool training) {
+CNN_NORM_CLONES void bn_backward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx,
+                                 T* dgamma, T* dbeta, const NormParams& p, bool training) {
   check("batchnorm_backward_cpu", p);
   const int64_t c = p.c;
   std::vector<double> sg, sb;

@@ -1,12 +1,13 @@
 // Exact (erf) GELU and its derivative for f32 on the CPU in vectorizable float arithmetic: one loop built for
 // baseline x86-64, AVX2+FMA and AVX-512, chosen at run time. Phi comes from the normal tail Q(a) = exp(-a^2/2) t g(t),
 // t = 1/(1 + P a), g fitted by scripts/fit_gelu_f32.py; tests/kernels/gelu_cpu_test.cpp measures the error.
+#include "kernels/pointwise/gelu_cpu_f32.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/pointwise/gelu_cpu_f32.h"
 #include "kernels/pointwise/pointwise.h"
 
 namespace cnn::kernels {
@@ -25,10 +26,9 @@ constexpr float kMaxA = 15.0f;
 constexpr int32_t kMaxABits = 0x41700000;  // the bit pattern of kMaxA
 constexpr float kTailP = 0.3125f;
 // g(t), highest degree first; fitted by scripts/fit_gelu_f32.py (relative error of t g(t) below 1.5e-8 on [0, 15]).
-constexpr float kTail[] = {-0.01897384785115719f, 0.09119093418121338f,  -0.15061086416244507f,
-                           0.073787622153759f,    -0.0022429220844060183f, 0.055452071130275726f,
-                           0.09009390324354172f,  0.11188866198062897f,  0.12474896758794785f,
-                           0.12466546893119812f};
+constexpr float kTail[] = {-0.01897384785115719f,   0.09119093418121338f,  -0.15061086416244507f, 0.073787622153759f,
+                           -0.0022429220844060183f, 0.055452071130275726f, 0.09009390324354172f,  0.11188866198062897f,
+                           0.12474896758794785f,    0.12466546893119812f};
 
 [[gnu::always_inline]] inline int32_t float_to_bits(float f) {
   int32_t b;
@@ -107,7 +107,7 @@ void backward_generic(const float* x, const float* dy, float* dx, int64_t n) { b
   forward_loop(x, y, n);
 }
 [[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void backward_avx512(const float* x, const float* dy, float* dx,
-                                                                          int64_t n) {
+                                                                           int64_t n) {
   backward_loop(x, dy, dx, n);
 }
 
@@ -119,16 +119,18 @@ bool isa_supported(Isa isa) {
     case Isa::avx512:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl");
-    case Isa::avx2: return avx2;
-    case Isa::generic: return true;
+    case Isa::avx2:
+      return avx2;
+    case Isa::generic:
+      return true;
   }
   return false;
 }
 
 Isa best_isa() {
   static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512
-                          : isa_supported(Isa::avx2)  ? Isa::avx2
-                                                      : Isa::generic;
+                          : isa_supported(Isa::avx2) ? Isa::avx2
+                                                     : Isa::generic;
   return best;
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kTiny = 0x1p-122;     // below this, results lose relative precision to the subnormal tail Q(|x|)
+constexpr double kTiny = 0x1p-122;    // below this, results lose relative precision to the subnormal tail Q(|x|)
 constexpr double kSubUlp = 0x1p-149;  // the smallest subnormal float
 // Measured maxima (both ISAs): 6.5 ulp forward, 6.2 ulp backward, 32 and 21 subnormal ulps below kTiny; the
 // bounds leave ~25% margin. Sources: fit (0.25 ulp), exp polynomial and reduction (~1.5), the rational t, Horner
@@ -123,7 +123,7 @@ TEST(GeluCpuF32, SpecialValues) {
     EXPECT_TRUE(y[6] == 0.0f && std::signbit(y[6]) && d[6] == 0.0f) << "isa " << int(isa) << " got " << y[6];
     EXPECT_EQ(y[7], 1e30f) << "isa " << int(isa);
     EXPECT_TRUE(y[8] == 0.0f && d[8] == 0.0f) << "isa " << int(isa) << " got " << y[8] << ", " << d[8];
-    EXPECT_EQ(y[9], 15.0f) << "isa " << int(isa);  // 15 Phi(15) = 15 (1 - 3.7e-51)
+    EXPECT_EQ(y[9], 15.0f) << "isa " << int(isa);   // 15 Phi(15) = 15 (1 - 3.7e-51)
     EXPECT_EQ(y[10], -0.0f) << "isa " << int(isa);  // -15 Phi(-15) = -5.5e-50 underflows
   }
 }

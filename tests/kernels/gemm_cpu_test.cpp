@@ -67,10 +67,9 @@ void check_case(const Case& cs, uint64_t seed, double unit_roundoff) {
 }
 
 const std::vector<Case> kCases = {
-    {false, false, 1000, 72, 48}, {false, true, 1000, 72, 48},  {true, false, 1000, 72, 48},
-    {true, true, 1000, 72, 48},   {false, false, 40, 1200, 64}, {false, true, 40, 1200, 64},
-    {true, false, 40, 1200, 64},  {true, true, 40, 1200, 64},   {true, false, 128, 130, 3000},
-    {false, false, 7, 9, 5},  // below the split threshold: one call
+    {false, false, 1000, 72, 48},  {false, true, 1000, 72, 48}, {true, false, 1000, 72, 48}, {true, true, 1000, 72, 48},
+    {false, false, 40, 1200, 64},  {false, true, 40, 1200, 64}, {true, false, 40, 1200, 64}, {true, true, 40, 1200, 64},
+    {true, false, 128, 130, 3000}, {false, false, 7, 9, 5},  // below the split threshold: one call
 };
 
 TEST(GemmCpu, FloatMatchesReferenceAllTransposes) {
