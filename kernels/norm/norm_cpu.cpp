@@ -11,6 +11,14 @@ namespace cnn::kernels {
 
 namespace {
 
+// The per-element passes are double arithmetic on float data; AVX-512 / AVX2 clones (chosen when the library
+// loads, OpenMP bodies included) process 8 / 4 doubles per instruction instead of baseline SSE2's 2.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CNN_NORM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CNN_NORM_CLONES
+#endif
+
 constexpr int64_t kRowBlock = 256;
 constexpr int64_t kParallelMin = int64_t(1) << 18;  // elements; smaller work runs on one thread
 
@@ -21,7 +29,7 @@ void check(const char* op, const NormParams& p) {
 
 // s0[c] = sum_r a(r, c), s1[c] = sum_r b(r, c) where f(r, c, s0, s1) adds the row's terms.
 template <class F>
-void column_sums2(const NormParams& p, F&& f, std::vector<double>& s0, std::vector<double>& s1) {
+CNN_NORM_CLONES void column_sums2(const NormParams& p, F&& f, std::vector<double>& s0, std::vector<double>& s1) {
   const int64_t blocks = (p.rows + kRowBlock - 1) / kRowBlock, c = p.c;
   std::vector<double> part(size_t(blocks * 2 * c), 0.0);
 #pragma omp parallel for schedule(static) if (p.rows * c >= kParallelMin)
@@ -139,7 +147,8 @@ void bn_eval_stats(const T* running_mean, const T* running_var, T* mean, T* rstd
 }
 
 template <class T>
-void bn_forward(const T* x, const T* gamma, const T* beta, const T* mean, const T* rstd, T* y, const NormParams& p) {
+CNN_NORM_CLONES void bn_forward(const T* x, const T* gamma, const T* beta, const T* mean, const T* rstd, T* y,
+                                const NormParams& p) {
   check("batchnorm_forward_cpu", p);
   const int64_t c = p.c;
 #pragma omp parallel for schedule(static) if (p.rows * c >= kParallelMin)
@@ -150,8 +159,8 @@ void bn_forward(const T* x, const T* gamma, const T* beta, const T* mean, const 
 }
 
 template <class T>
-void bn_backward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx, T* dgamma, T* dbeta,
-                 const NormParams& p, bool training) {
+CNN_NORM_CLONES void bn_backward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx,
+                                 T* dgamma, T* dbeta, const NormParams& p, bool training) {
   check("batchnorm_backward_cpu", p);
   const int64_t c = p.c;
   std::vector<double> sg, sb;
