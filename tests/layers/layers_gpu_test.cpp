@@ -126,10 +126,11 @@ TEST_P(LayersGpu, RunningStatisticsMatchCpu) {
 TEST_P(LayersGpu, GeluScaleDropPathPool) {
   CNN_REQUIRE_GPU();
   const DType t = GetParam();
-  // erf in FP32 (CUDA erff, 2 ulp) vs FP64 on the CPU rounded to f32: 1e-6.
+  // CUDA erff (2 ulp) vs the CPU's fitted f32 GELU (<= 6.4 ulp forward; backward <= 6.2 ulp of Phi + |x phi| <= 1.2,
+  // times |dy| <= ~4 for N(0,1) seeds): up to ~3e-6 absolute on the gradient, so 4e-6.
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::gelu(tp, in[0]); },
                                     {test::random_input({3, 1001}, 1, true, -5, 5)},
-                                    test::gpu_compare_options(t, 1e-6, 2e-3)));
+                                    test::gpu_compare_options(t, 4e-6, 2e-3)));
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mul(tp, in[0], in[1]); },
                                     {test::random_input({2, 5, 6, 72}, 2), test::random_input({72}, 3)},
                                     test::gpu_compare_options(t, 1e-5, 2e-2)));
