@@ -11,6 +11,7 @@
 #include "apps/cnn-train/train_config.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/error.h"
+#include "data/data_bench.h"
 
 namespace {
 
@@ -60,6 +61,7 @@ TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, s
 // A resumed run keeps the model, the data and the batch geometry of the run it continues.
 void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::string& run_dir) {
   if (config.synthetic) throw cnn::Error("--resume: not with --synthetic (benchmark mode)");
+  if (config.bench_data) throw cnn::Error("--resume: not with --bench-data (benchmark mode)");
   TrainConfig a = saved, b = config;
   const std::string name_a = cnn::model_common(cnn::train::resolve_model(a)).name;
   const std::string name_b = cnn::model_common(cnn::train::resolve_model(b)).name;
@@ -81,6 +83,18 @@ int run(const Cli& cli) {
   const TrainConfig config = assemble(cli, &saved, &run_dir, &checkpoint);
   if (!cli.resume.empty()) check_resume(saved, config, run_dir);
   cnn::train::Plan plan = cnn::train::make_plan(config);
+  if (plan.config.bench_data) {
+    // The loader exactly as training would configure it (workers, augmentation, device batches), nothing else.
+    const cnn::data::DataBenchResult r =
+        cnn::data::run_data_bench(plan.train_set, plan.train_loader, plan.config.bench_seconds);
+    std::printf(
+        "bench-data: %lld images in %.2f s: %.1f images/s (%.3f ms CPU per image, first batch after %.2f s, "
+        "%lld bad samples)\n",
+        static_cast<long long>(r.images), r.seconds, r.images_per_second,
+        r.images > 0 ? 1e3 * r.cpu_seconds / double(r.images) : 0.0, r.first_batch_seconds,
+        static_cast<long long>(r.bad_samples));
+    return 0;
+  }
   cnn::train::Trainer trainer(plan);
   if (plan.config.synthetic) {
     trainer.benchmark();

@@ -114,6 +114,8 @@ void check_combinations(const TrainConfig& c, const Device& device) {
   if (c.given.count("steps") && !c.synthetic) throw Error("--steps: only with --synthetic (benchmark mode)");
   if (c.given.count("bench_warmup") && !c.synthetic) throw Error("--bench-warmup: only with --synthetic");
   if (c.synthetic && c.stop_after > 0) throw Error("--stop-after: not with --synthetic (benchmark mode saves nothing)");
+  if (c.bench_data && c.synthetic) throw Error("--bench-data: not with --synthetic (one benchmark at a time)");
+  if (c.given.count("bench_seconds") && !c.bench_data) throw Error("--bench-seconds: only with --bench-data");
 }
 
 void plan_schedule(Plan& p) {

@@ -85,6 +85,10 @@ const std::vector<Field>& fields() {
             ys::any_bool(), false),
       field("steps", "benchmark mode: timed steps", &C::steps, ys::int_in(1, 1000000), false),
       field("bench_warmup", "benchmark mode: untimed steps first", &C::bench_warmup, ys::int_in(0, 1000000), false),
+      field("bench_data", "data-pipeline benchmark: run the training loader alone and print images/s", &C::bench_data,
+            ys::any_bool(), false),
+      field("bench_seconds", "data-pipeline benchmark: measured seconds", &C::bench_seconds,
+            ys::number_in(0.5, 3600), false),
   };
   return table;
 }

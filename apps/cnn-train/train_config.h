@@ -52,6 +52,8 @@ struct TrainConfig {
   bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
   int64_t steps = 20;        // benchmark: timed steps
   int64_t bench_warmup = 3;  // benchmark: untimed steps first
+  bool bench_data = false;     // data-pipeline benchmark: the training loader alone, images/s, no files
+  double bench_seconds = 10;   // data-pipeline benchmark: measured seconds
 
   std::set<std::string> given;  // keys set explicitly by a file or a flag
 
