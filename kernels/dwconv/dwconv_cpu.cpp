@@ -54,7 +54,7 @@ class RingStorage {
 };
 
 void correlate_rows(Isa isa, const CorrPlan& pl, int64_t b, int64_t e) {
-  const RingStorage storage(std::max(pl.fh, 1), row_layout(pl.sw, pl.pw, pl.out_w, pl.fw));
+  const RingStorage storage(std::max(pl.fh, 1) + pl.sh, row_layout(pl.sw, pl.pw, pl.out_w, pl.fw));
   switch (isa) {
     case Isa::avx512: return avx512::correlate_rows(pl, storage.ring(), b, e);
     case Isa::avx2: return avx2::correlate_rows(pl, storage.ring(), b, e);

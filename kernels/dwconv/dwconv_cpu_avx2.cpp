@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/dwconv/dwconv_cpu_impl.h"
 
@@ -15,6 +16,7 @@ namespace cnn::dwconv::cpu::avx2 {
 using Block16 = V8;
 constexpr int kNv16 = 2;
 constexpr int kTile16 = 6, kTile8 = 12, kTile1 = 12;
+constexpr int kPairTile16 = 0;  // two rows of 16 channels would not fit in 16 registers
 }  // namespace cnn::dwconv::cpu::avx2
 
 #define CNN_DWCONV_CPU_NS avx2

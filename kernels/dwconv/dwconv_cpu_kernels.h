@@ -1,7 +1,7 @@
 // Register-tiled row kernels of the CPU depthwise conv over packed input rows, compiled once per ISA: the including
 // file defines CNN_DWCONV_CPU_NS (generic / avx2 / avx512), sets the target, and first defines in that namespace
-// Block16 / kNv16 (vector type and count holding 16 channels) and kTile16 / kTile8 / kTile1 (tile widths of 16-,
-// 8- and 1-channel blocks). Semantics in dwconv_cpu_impl.h; oracle dwconv_reference.cpp.
+// Block16 / kNv16 (vector type and count holding 16 channels), kTile16 / kTile8 / kTile1 (tile widths of 16-,
+// 8- and 1-channel blocks) and kPairTile16 (two-row tile width, 0 = none). Semantics: dwconv_cpu_impl.h.
 #ifndef CNN_DWCONV_CPU_NS
 #error "define CNN_DWCONV_CPU_NS before including dwconv_cpu_kernels.h"
 #endif
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/dwconv/dwconv_cpu_impl.h"
 
@@ -124,8 +125,105 @@ CNN_DWCONV_INLINE void corr_tail(int rem, Args... args) {
   }
 }
 
-// Rows [row_begin, row_end) of the flattened (n, r) output axis for the channel block at c0.
+// Two-row tile: TW outputs q0.. of output rows r (acc0) and r + sh (acc1) x one channel block. Input row k
+// (relative to row r's first input row) meets filter row k in row r and k - sh in row r + sh, so each input load
+// feeds two multiply-adds: (TW + 2*NV) loads per 2*TW*NV FMAs instead of (TW + NV) per TW*NV.
+// rows[k] is valid for k in [k_lo, k_hi); row r uses filter rows [lo0, hi0), row r + sh uses [lo1, hi1).
+template <class V, int NV, int TW, bool A, bool B>
+CNN_DWCONV_INLINE void pair_taps(V (&acc0)[TW][NV], V (&acc1)[TW][NV], const float* row, int k, int sh,
+                                 const float* f, int fw, const RowLayout& lay, int q0) {
+  constexpr int kL = kLanes<V>, L = NV * kL;
+  const int phases = min_int(lay.s, fw);
+  for (int ph = 0; ph < phases; ++ph) {
+    const float* xp = row + (int64_t(ph) * lay.q + q0) * L;
+    const float* wa = A ? f + (int64_t(k) * fw + ph) * L : nullptr;
+    const float* wb = B ? f + (int64_t(k - sh) * fw + ph) * L : nullptr;
+    const int64_t wstep = int64_t(lay.s) * L;
+    for (int j = ph; j < fw; j += lay.s, xp += L) {
+      V va[NV], vb[NV];
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (A) va[v] = load<V>(wa + v * kL);
+        if constexpr (B) vb[v] = load<V>(wb + v * kL);
+      }
+      if constexpr (A) wa += wstep;
+      if constexpr (B) wb += wstep;
+#pragma GCC unroll 32
+      for (int t = 0; t < TW; ++t)
+        for (int v = 0; v < NV; ++v) {
+          const V x = load<V>(xp + t * L + v * kL);
+          if constexpr (A) acc0[t][v] += x * va[v];
+          if constexpr (B) acc1[t][v] += x * vb[v];
+        }
+    }
+  }
+}
+
 template <class V, int NV, int TW>
+CNN_DWCONV_INLINE void corr_tile2(const float* const* rows, int k_lo, int k_hi, int lo0, int hi0, int lo1, int hi1,
+                                  int sh, const float* f, int fw, const RowLayout& lay, int q0, const float* bias,
+                                  float* out0, float* out1, int64_t out_col) {
+  constexpr int kL = kLanes<V>;
+  V acc0[TW][NV], acc1[TW][NV];
+  for (int v = 0; v < NV; ++v) {
+    const V b = bias ? load<V>(bias + v * kL) : V{};
+#pragma GCC unroll 32
+    for (int t = 0; t < TW; ++t) acc0[t][v] = b, acc1[t][v] = b;
+  }
+  for (int k = k_lo; k < k_hi; ++k) {
+    const bool a = k >= lo0 && k < hi0, b = k - sh >= lo1 && k - sh < hi1;
+    if (a && b)
+      pair_taps<V, NV, TW, true, true>(acc0, acc1, rows[k], k, sh, f, fw, lay, q0);
+    else if (a)
+      pair_taps<V, NV, TW, true, false>(acc0, acc1, rows[k], k, sh, f, fw, lay, q0);
+    else if (b)
+      pair_taps<V, NV, TW, false, true>(acc0, acc1, rows[k], k, sh, f, fw, lay, q0);
+  }
+#pragma GCC unroll 32
+  for (int t = 0; t < TW; ++t)
+    for (int v = 0; v < NV; ++v) {
+      store<V>(out0 + t * out_col + v * kL, acc0[t][v]);
+      store<V>(out1 + t * out_col + v * kL, acc1[t][v]);
+    }
+}
+
+template <class V, int NV, int TW, class... Args>
+CNN_DWCONV_INLINE void corr_tail2(int rem, Args... args) {
+  if constexpr (TW >= 1) {
+    if (rem == TW) return corr_tile2<V, NV, TW>(args...);
+    corr_tail2<V, NV, TW - 1>(rem, args...);
+  }
+}
+
+// Output rows r and r + 1 of image n (both exist) through two-row tiles of width TW2.
+template <class V, int NV, int TW2>
+void corr_row_pair(const CorrPlan& pl, RowRing& ring, const RowLayout& lay, const float* f, const float* bias, int n,
+                   int r, int c0) {
+  constexpr int L = NV * kLanes<V>;
+  const int sh = pl.sh, base = r * sh - pl.ph;  // input row of filter row 0 for output row r
+  const int lo0 = clamp_int(-base, 0, pl.fh), hi0 = max_int(lo0, clamp_int(pl.in_h - base, 0, pl.fh));
+  const int lo1 = clamp_int(-base - sh, 0, pl.fh), hi1 = max_int(lo1, clamp_int(pl.in_h - base - sh, 0, pl.fh));
+  const int k_lo = hi0 > lo0 ? (hi1 > lo1 ? min_int(lo0, lo1 + sh) : lo0) : lo1 + sh;
+  const int k_hi = hi1 > lo1 ? (hi0 > lo0 ? max_int(hi0, hi1 + sh) : hi1 + sh) : hi0;
+  const float** rows = ring.row_of_tap;
+  const float* src_img = pl.in + int64_t(n) * pl.in_h * pl.in_w * pl.c + c0;
+  for (int k = k_lo; k < k_hi; ++k)
+    if ((k >= lo0 && k < hi0) || (k - sh >= lo1 && k - sh < hi1))
+      rows[k] = ring_row<L>(ring, lay, src_img, pl.c, pl.in_w, pl.in_h, n, base + k);
+  float* out0 = pl.out + n * pl.out_img + r * pl.out_row + c0;
+  float* out1 = out0 + pl.out_row;
+  int q0 = 0;
+  for (; q0 + TW2 <= pl.out_w; q0 += TW2)
+    corr_tile2<V, NV, TW2>(rows, k_lo, k_hi, lo0, hi0, lo1, hi1, sh, f, pl.fw, lay, q0, bias,
+                           out0 + q0 * pl.out_col, out1 + q0 * pl.out_col, pl.out_col);
+  if (q0 < pl.out_w)
+    corr_tail2<V, NV, TW2 - 1>(pl.out_w - q0, static_cast<const float* const*>(rows), k_lo, k_hi, lo0, hi0, lo1,
+                               hi1, sh, f, pl.fw, lay, q0, bias, out0 + q0 * pl.out_col, out1 + q0 * pl.out_col,
+                               pl.out_col);
+}
+
+// Rows [row_begin, row_end) of the flattened (n, r) output axis for the channel block at c0; with TW2 > 0, rows
+// of one image go in pairs through the two-row tiles (the ring then holds fh + sh rows).
+template <class V, int NV, int TW, int TW2 = 0>
 void corr_block_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_t row_end, int c0) {
   constexpr int L = NV * kLanes<V>;
   const RowLayout lay = row_layout(pl.sw, pl.pw, pl.out_w, pl.fw);
@@ -135,6 +233,13 @@ void corr_block_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_
   reset(ring);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / pl.out_h), r = int(row % pl.out_h);
+    if constexpr (TW2 > 0) {
+      if (row + 1 < row_end && r + 1 < pl.out_h) {
+        corr_row_pair<V, NV, TW2>(pl, ring, lay, f, bias, n, r, c0);
+        ++row;
+        continue;
+      }
+    }
     const int base = r * pl.sh - pl.ph;  // input row of filter row 0
     const int i_lo = clamp_int(-base, 0, pl.fh), i_hi = max_int(i_lo, clamp_int(pl.in_h - base, 0, pl.fh));
     const float* src_img = pl.in + int64_t(n) * pl.in_h * pl.in_w * pl.c + c0;
@@ -153,7 +258,7 @@ void correlate_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_t
   for (int c0 = 0, l = 0; c0 < pl.c; c0 += l) {
     l = channel_block(c0, pl.c);
     if (l == 16)
-      corr_block_rows<Block16, kNv16, kTile16>(pl, ring, row_begin, row_end, c0);
+      corr_block_rows<Block16, kNv16, kTile16, kPairTile16>(pl, ring, row_begin, row_end, c0);
     else if (l == 8)
       corr_block_rows<V8, 1, kTile8>(pl, ring, row_begin, row_end, c0);
     else
@@ -222,6 +327,12 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
   const RowLayout lay = row_layout(s, p.pad_left, ow_n, p.fw);
   const float* x_c = pl.x + c0;
   reset(ring);
+  // The block's dW accumulates in a private (fh, fw, L) copy: consecutive taps 64 bytes apart instead of a C-float
+  // pitch (which keeps dW stores 4 KB-aliased with the C-pitched dy loads for some buffer placements).
+  const int64_t taps = int64_t(p.fh) * p.fw;
+  std::vector<float> acc(size_t(taps * L));
+  for (int64_t t = 0; t < taps; ++t)
+    for (int l = 0; l < L; ++l) acc[t * L + l] = dw[t * p.c + c0 + l];
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / oh_n), oh = int(row % oh_n);
     const int base = oh * p.stride_h - p.pad_top;
@@ -232,8 +343,8 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
       const float* xr = ring_row<L>(ring, lay, src_img, p.c, p.iw, p.ih, n, base + i);
       for (int ph = 0; ph < min_int(s, p.fw); ++ph) {
         const int cols = (p.fw - ph + s - 1) / s;  // filter columns ph, ph + s, ...
-        float* dw_ph = dw + (int64_t(i) * p.fw + ph) * p.c + c0;
-        const int64_t dw_step = int64_t(s) * p.c;
+        float* dw_ph = acc.data() + (int64_t(i) * p.fw + ph) * L;
+        const int64_t dw_step = int64_t(s) * L;
         const float* x_ph = xr + int64_t(ph) * lay.q * L;
         int m0 = 0;
         for (; m0 + TJ <= cols; m0 += TJ)
@@ -244,6 +355,8 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
       }
     }
   }
+  for (int64_t t = 0; t < taps; ++t)
+    for (int l = 0; l < L; ++l) dw[t * p.c + c0 + l] = acc[t * L + l];
 }
 
 void bfc_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c_begin,

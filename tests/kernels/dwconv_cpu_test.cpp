@@ -154,6 +154,22 @@ TEST(DwconvCpu, MatchesReferenceOnAwkwardShapes) {
   }
 }
 
+TEST(DwconvCpu, MatchesReferenceOnTwoRowTileShapes) {
+  // 16-channel blocks with wide filters take the two-row tiles (forward and backward-filter); vertical stride 2,
+  // odd output heights, column tails and 3 threads put unpaired rows at image and chunk ends.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  uint64_t seed = 5000;
+  for (const DwconvParams& p : {test::dwconv_shape(2, 19, 23, 32, 9, 15, 2, 1, 4, 3, 7, 6),
+                                test::dwconv_shape(3, 13, 30, 48, 11, 8, 1, 1, 0, 5, 3, 4),
+                                test::dwconv_shape(1, 9, 40, 16, 3, 17, 3, 2, 2, 2, 8, 8)}) {
+    const Case cs(p, seed += 10);
+    for (cpu::Isa isa : {cpu::Isa::generic, cpu::Isa::avx2, cpu::Isa::avx512})
+      if (cpu::isa_supported(isa)) check_case(cs, isa);
+  }
+  omp_set_num_threads(threads);
+}
+
 TEST(DwconvCpu, MatchesReferenceWithoutBiasAndWithPartialDwBuffers) {
   // C = 16 is one channel unit, so backward-filter splits the rows over several partial dW buffers.
   const int threads = omp_get_max_threads();
