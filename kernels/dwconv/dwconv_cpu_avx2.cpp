@@ -17,6 +17,7 @@ using Block16 = V8;
 constexpr int kNv16 = 2;
 constexpr int kTile16 = 6, kTile8 = 12, kTile1 = 12;
 constexpr int kPairTile16 = 0;  // two rows of 16 channels would not fit in 16 registers
+constexpr int kBfcTile16 = kTile16;  // backward-filter tile width
 }  // namespace cnn::dwconv::cpu::avx2
 
 #define CNN_DWCONV_CPU_NS avx2

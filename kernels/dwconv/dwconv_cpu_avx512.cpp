@@ -19,6 +19,8 @@ constexpr int kNv16 = 1;
 constexpr int kTile16 = 14, kTile8 = 14, kTile1 = 12;
 // Two-row tiles of 16 channels: 2 x 7 accumulators (wider tiles measured slower: GCC then moves and spills).
 constexpr int kPairTile16 = 7;
+// Backward-filter tiles of 7 filter columns run as 2 interleaved ow streams (14 accumulators) that share x loads.
+constexpr int kBfcTile16 = 7;
 }  // namespace cnn::dwconv::cpu::avx512
 
 #define CNN_DWCONV_CPU_NS avx512

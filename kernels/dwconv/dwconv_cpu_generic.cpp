@@ -10,6 +10,7 @@ using Block16 = V8;
 constexpr int kNv16 = 2;
 constexpr int kTile16 = 3, kTile8 = 6, kTile1 = 12;
 constexpr int kPairTile16 = 0;  // two rows of 16 channels would not fit in 16 registers
+constexpr int kBfcTile16 = kTile16;  // backward-filter tile width
 }  // namespace cnn::dwconv::cpu::generic
 
 #define CNN_DWCONV_CPU_NS generic

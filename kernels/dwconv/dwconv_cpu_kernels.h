@@ -1,7 +1,8 @@
 // Register-tiled row kernels of the CPU depthwise conv over packed input rows, compiled once per ISA: the including
 // file defines CNN_DWCONV_CPU_NS (generic / avx2 / avx512), sets the target, and first defines in that namespace
 // Block16 / kNv16 (vector type and count holding 16 channels), kTile16 / kTile8 / kTile1 (tile widths of 16-,
-// 8- and 1-channel blocks) and kPairTile16 (two-row tile width, 0 = none). Semantics: dwconv_cpu_impl.h.
+// 8- and 1-channel blocks), kPairTile16 (two-row tile width, 0 = none) and kBfcTile16 (backward-filter columns
+// per 16-channel tile). Semantics: dwconv_cpu_impl.h.
 #ifndef CNN_DWCONV_CPU_NS
 #error "define CNN_DWCONV_CPU_NS before including dwconv_cpu_kernels.h"
 #endif
@@ -318,8 +319,9 @@ CNN_DWCONV_INLINE void bfc_tail(int rem, Args... args) {
   }
 }
 
-// Rows [row_begin, row_end) of the flattened (n, oh) axis for the channel block at c0, added into dw.
-template <class V, int NV, int TJ>
+// Rows [row_begin, row_end) of the flattened (n, oh) axis for the channel block at c0, added into dw. Tiles hold
+// TJ filter columns; a register budget of TT > TJ columns turns into interleaved ow streams (see bfc_tile).
+template <class V, int NV, int TJ, int TT = TJ>
 void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c0) {
   constexpr int L = NV * kLanes<V>;
   const DwconvParams& p = pl.p;
@@ -348,9 +350,9 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
         const float* x_ph = xr + int64_t(ph) * lay.q * L;
         int m0 = 0;
         for (; m0 + TJ <= cols; m0 += TJ)
-          bfc_tile<V, NV, TJ, TJ>(x_ph + m0 * L, dy_row, p.c, ow_n, dw_ph + m0 * dw_step, dw_step);
+          bfc_tile<V, NV, TJ, TT>(x_ph + m0 * L, dy_row, p.c, ow_n, dw_ph + m0 * dw_step, dw_step);
         if (m0 < cols)
-          bfc_tail<V, NV, TJ - 1, TJ>(cols - m0, x_ph + m0 * L, dy_row, int64_t(p.c), ow_n, dw_ph + m0 * dw_step,
+          bfc_tail<V, NV, TJ - 1, TT>(cols - m0, x_ph + m0 * L, dy_row, int64_t(p.c), ow_n, dw_ph + m0 * dw_step,
                                   dw_step);
       }
     }
@@ -364,7 +366,7 @@ void bfc_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int
   for (int c0 = c_begin, l = 0; c0 < c_end; c0 += l) {
     l = channel_block(c0, pl.p.c);
     if (l == 16)
-      bfc_block_rows<Block16, kNv16, kTile16>(pl, ring, dw, row_begin, row_end, c0);
+      bfc_block_rows<Block16, kNv16, kBfcTile16, kTile16>(pl, ring, dw, row_begin, row_end, c0);
     else if (l == 8)
       bfc_block_rows<V8, 1, kTile8>(pl, ring, dw, row_begin, row_end, c0);
     else
