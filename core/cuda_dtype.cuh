@@ -65,12 +65,11 @@ decltype(auto) dispatch_cuda_float(DType t, const char* op, F&& f) {
   throw Error(str_cat(op, ": dtype ", dtype_name(t), " is not supported on cuda (expected f32 or f16)"));
 }
 
-// Grid for grid-stride loops over n elements.
-inline unsigned grid_for(int64_t n, int block) {
-  constexpr int64_t kMaxBlocks = 8192;
+// Grid for grid-stride loops over n elements: one thread per element up to max_blocks blocks.
+inline unsigned grid_for(int64_t n, int block, int64_t max_blocks = 8192) {
   int64_t blocks = (n + block - 1) / block;
   if (blocks < 1) blocks = 1;
-  return unsigned(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+  return unsigned(blocks < max_blocks ? blocks : max_blocks);
 }
 
 }  // namespace cnn

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/dwconv/dwconv.h"
@@ -38,6 +39,10 @@ GemvConfig gemv_config_for(const ConvGeometry& g);  // the dispatcher's choice f
 void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                         const GemvConfig& cfg, cudaStream_t stream);
 std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg);
+
+// Direct kernels (FP32 and FP16) launch one thread per destination element group, up to this many blocks; a
+// grid-stride loop covers the rest.
+constexpr int64_t kDirectMaxBlocks = int64_t(1) << 20;
 
 // Direct kernels: any stride, any C, any alignment. Forward (also stride-1 backward-data via flip) and the
 // strided backward-data gather.

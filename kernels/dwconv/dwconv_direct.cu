@@ -2,6 +2,7 @@
 // One thread per destination element group (VEC channels), taps read through the read-only cache. FP32, NHWC.
 // Correct for every stride/padding pair (flash-dwc.md sections 1 and 5.1); speed is secondary on these paths.
 #include "core/cuda_check.h"
+#include "core/cuda_dtype.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -109,10 +110,7 @@ __global__ void __launch_bounds__(kThreads) dwconv_direct_backward_data_kernel(c
   }
 }
 
-unsigned grid_for(long long work) {
-  const long long blocks = (work + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (1LL << 20) ? blocks : (1LL << 20));  // grid-stride loop covers the rest
-}
+unsigned grid_for(long long work) { return cnn::grid_for(work, kThreads, kDirectMaxBlocks); }
 
 }  // namespace
 

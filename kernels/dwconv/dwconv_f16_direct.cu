@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
+#include "core/cuda_dtype.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
@@ -223,10 +224,7 @@ __global__ void __launch_bounds__(kCcThreads) dwconv_cc_f16_kernel(const CcArgs 
   }
 }
 
-unsigned direct_grid(long long work) {
-  const long long blocks = (work + kDirectThreads - 1) / kDirectThreads;
-  return static_cast<unsigned>(blocks < (1LL << 20) ? blocks : (1LL << 20));  // grid-stride loop covers the rest
-}
+unsigned direct_grid(long long work) { return cnn::grid_for(work, kDirectThreads, kDirectMaxBlocks); }
 
 int cc_groups_per_row(int out_w) { return out_w >= 4 * kCcTM ? 4 : (out_w >= 2 * kCcTM ? 2 : 1); }
 
