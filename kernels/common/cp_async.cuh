@@ -1,5 +1,5 @@
 // Thin wrappers over the sm_80+ asynchronous global->shared copy (PTX cp.async) and its commit/wait groups.
-// A false predicate copies zero bytes from global and zero-fills the 16-byte destination (implicit padding).
+// A false predicate copies zero bytes from global and zero-fills the destination (implicit padding).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,13 @@ __device__ __forceinline__ void cp_async_ca16(void* smem_dst, const void* gmem_s
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   const int src_bytes = pred ? 16 : 0;
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
+}
+
+// 8 bytes through L1 (.ca; .cg only exists for 16): for layouts whose 16-byte global chunks split in shared memory.
+__device__ __forceinline__ void cp_async_ca8(void* smem_dst, const void* gmem_src, bool pred) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  const int src_bytes = pred ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

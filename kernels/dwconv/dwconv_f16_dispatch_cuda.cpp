@@ -1,7 +1,9 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
-// tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3), the CUDA-core FP16 kernel for FW <= 3,
+// tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
+// T<theta> beyond), the CUDA-core FP16 kernel for FW <= 3,
 // generic direct kernels otherwise; backward-filter on CUDA cores. CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_cuda.h"
@@ -13,13 +15,38 @@ namespace {
 
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-enum class F16Path { tensor_core, cuda_core, direct };
+enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
+
+// CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
+// a forced kernel that cannot run the shape is an error, never a silent fallback.
+const std::string& forced_path() {
+  static const std::string value = [] {
+    const char* v = std::getenv("CNN_DWCONV_F16_PATH");
+    const std::string s = v ? v : "auto";
+    CNN_CHECK(s == "auto" || s == "ring" || s == "t" || s == "cc",
+              "CNN_DWCONV_F16_PATH: expected auto, ring, t or cc, got '", s, "'");
+    return s;
+  }();
+  return value;
+}
 
 // Tensor cores pay off once a filter row has more than 3 taps (the source measured CUDA cores competitive only at
-// 3x3, where both are memory-bound); narrower rows run the CUDA-core FP16 kernel.
+// 3x3, where both are memory-bound); narrower rows run the CUDA-core FP16 kernel. Up to kTcRingMaxFw taps the
+// register-reuse kernel runs (fewer shared-memory bytes per MMA than the T kernels); wider rows take T<theta>.
 F16Path choose(const ConvGeometry& g, bool aligned) {
   if (g.stride_h != 1 || g.stride_w != 1 || g.c % 8 != 0 || !aligned) return F16Path::direct;
-  return g.fw <= kCcMaxFw ? F16Path::cuda_core : F16Path::tensor_core;
+  const std::string& forced = forced_path();
+  if (forced == "ring") {
+    CNN_CHECK(g.fw <= kTcRingMaxFw, "CNN_DWCONV_F16_PATH=ring: FW must be <= ", kTcRingMaxFw, ", got ", g.fw);
+    return F16Path::tc_ring;
+  }
+  if (forced == "t") return F16Path::tensor_core;
+  if (forced == "cc") {
+    CNN_CHECK(g.fw <= kCcMaxFw, "CNN_DWCONV_F16_PATH=cc: FW must be <= ", kCcMaxFw, ", got ", g.fw);
+    return F16Path::cuda_core;
+  }
+  if (g.fw <= kCcMaxFw) return F16Path::cuda_core;
+  return g.fw <= kTcRingMaxFw ? F16Path::tc_ring : F16Path::tensor_core;
 }
 
 std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {
@@ -28,6 +55,10 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
       const int theta = tc_theta_for(g.out_w);
       return str_cat(op, " f16 tc T", theta, " tile=", 16 / theta, "x", 8 * theta, " BN=64 frags/row=",
                      (g.fw + 8) / 9);
+    }
+    case F16Path::tc_ring: {
+      const int q = tc_ring_q_for(g.out_w);
+      return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8);
     }
     case F16Path::cuda_core:
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64");
@@ -43,6 +74,9 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
   switch (choose(g, aligned)) {
     case F16Path::tensor_core:
       launch_dwconv_tc_f16(src, w, bias, dst, g, tc_theta_for(g.out_w), stream);
+      return;
+    case F16Path::tc_ring:
+      launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), stream);
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);

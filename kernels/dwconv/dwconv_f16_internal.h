@@ -18,6 +18,13 @@ int tc_theta_for(int out_w);  // largest theta with OW >= 8*theta (1 for OW < 8)
 void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           int theta, cudaStream_t stream);
 
+// ---- Tensor-core kernel with register reuse of input blocks across filter fragments (dwconv_f16_tc_ring.cu):
+// stride 1, C % 8 == 0, 16-byte aligned pointers, FW <= kTcRingMaxFw. Block tile 16 x 8q outputs x 16 channels.
+inline constexpr int kTcRingMaxFw = 64;
+int tc_ring_q_for(int out_w);  // output blocks of 8 columns per warp: 4, 2 or 1
+void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                               const ConvGeometry& g, int q, cudaStream_t stream);
+
 // ---- CUDA-core FP16 kernels (dwconv_f16_direct.cu).
 // Register-tiled kernel for narrow filters (FW <= 3): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x 8 channels
 // per thread, half8 loads, FP32 FMAs.

@@ -1,0 +1,329 @@
+// Flash-DWC-T with register reuse ("ring" kernel): FP16 depthwise convolution on tensor cores, FP32 accumulation,
+// stride 1, forward and backward-data (filter read rotated by 180 degrees). NHWC maps, (FH, FW, C) filter,
+// C % 8 == 0, 16-byte aligned pointers, FW <= 8 * kMaxGamma. Design and measurements: docs/dwconv-fp16.md.
+//
+// Per channel, one m16n8k16 MMA computes 16 output rows x 8 output columns over a 16-column input window and 8
+// filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band 0 <= k - n < 8, else 0.
+// With fragments of 8 taps, the window of output block q at fragment f starts at column 8(q + f): moving to the next
+// fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
+// filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
+// (the T kernels' design, bound by shared-memory bandwidth). Input rows live in a ring of shared-memory rows: moving
+// to the next filter row needs one new input row, fetched with cp.async one step ahead, one barrier per filter row.
+#include <cuda_fp16.h>
+
+#include "core/cuda_check.h"
+#include "kernels/common/cp_async.cuh"
+#include "kernels/dwconv/dwconv_f16_internal.h"
+
+namespace cnn::dwconv {
+namespace {
+
+constexpr int kThreads = 128;   // 4 warps; warp w owns channels 4w..4w+3 of the block
+constexpr int kGroups = 4;      // channel groups of 4 (8 bytes per position), one per warp
+constexpr int kBN = 16;         // channels per block: one 32-byte sector per position
+constexpr int kRows = 16;       // output rows per block tile (the MMA's M)
+constexpr int kRing = 18;       // input rows held: 16 in use, 2 in flight
+constexpr int kFront = 8;       // zero taps staged before tap 0 (fragment 0 reads taps down to -7)
+
+template <int kQ, int kGamma>
+struct RingShape {
+  static constexpr int kCols = 8 * kQ;                 // output columns per tile
+  static constexpr int kWin = 8 * (kQ + kGamma);       // input columns a tile row reads over all fragments
+  // Positions per ring row (8 bytes each). A quarter-warp's LDS.128 reads rows g, g+1 at the same columns: an odd
+  // number of 64-byte halves between consecutive rows (also across the ring's wrap, kRing - 1 being odd) puts them
+  // in different bank halves.
+  static constexpr int kPitch = (kWin / 8) % 2 ? kWin : kWin + 8;
+  static constexpr int kTaps = 8 * kGamma + 16;        // staged filter row: kFront zeros, 8*gamma taps, 8 zeros
+  static constexpr int kXBytes = kGroups * kRing * kPitch * 8;
+  static constexpr int kFBytes = 3 * kGroups * kTaps * 8;  // three filter-row buffers (two in flight)
+  static constexpr int kTileBytes = kRows * kCols * kBN * 2;
+  static constexpr int kSmemBytes = kXBytes + kFBytes;
+  static_assert(kXBytes >= kTileBytes, "the output tile is staged in the input ring");
+};
+
+struct RingArgs {
+  const __half* __restrict__ src;   // (N, in_h, in_w, C)
+  const __half* __restrict__ w;     // (FH, FW, C)
+  const __half* __restrict__ bias;  // (C) or null
+  __half* __restrict__ dst;         // (N, out_h, out_w, C)
+  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;
+  int tiles_h, tiles_w;
+};
+
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
+
+// D += A * B, m16n8k16, FP16 operands, FP32 accumulators (PTX ISA fragment layouts: A {A[g][2t..]}, {A[g+8][2t..]},
+// {A[g][2t+8..]}, {A[g+8][2t+8..]}; B {B[2t..][g]}, {B[2t+8..][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}).
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One input block as A operand halves for the warp's 4 channels: r[c] = (x[p][c], x[p+1][c]) of row g and
+// r[4 + c] the same of row g+8, p = 8*block + 2t. One LDS.128 per row gives positions p, p+1 of 4 channels.
+struct Block {
+  unsigned r[8];
+};
+
+// Shared-memory loads as volatile asm: they stay where the fragment loop issues them (one block ahead) instead of
+// being hoisted to the top of the row, which would hold every block of the row in registers and spill.
+__device__ __forceinline__ uint4 lds128(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+__device__ __forceinline__ uint2 lds64(const void* p) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n"
+               : "=r"(v.x), "=r"(v.y)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+__device__ __forceinline__ void load_block(Block& b, const uint2* row_g, const uint2* row_g8, int pos) {
+  const uint4 u = lds128(row_g + pos);
+  const uint4 v = lds128(row_g8 + pos);
+  b.r[0] = prmt(u.x, u.z, 0x5410u);
+  b.r[1] = prmt(u.x, u.z, 0x7632u);
+  b.r[2] = prmt(u.y, u.w, 0x5410u);
+  b.r[3] = prmt(u.y, u.w, 0x7632u);
+  b.r[4] = prmt(v.x, v.z, 0x5410u);
+  b.r[5] = prmt(v.x, v.z, 0x7632u);
+  b.r[6] = prmt(v.y, v.w, 0x5410u);
+  b.r[7] = prmt(v.y, v.w, 0x7632u);
+}
+
+// B operand of fragment f for the warp's 4 channels: lane (g, t) holds taps l = 2t-g, 2t+1-g (b0) and l + 8 (b1)
+// of the fragment; a tap outside the band 0 <= l < 8 belongs to another fragment and is masked to zero. The two
+// masks are complementary and depend on the lane only.
+__device__ __forceinline__ void load_filter(unsigned (&b0)[4], unsigned (&b1)[4], const uint2* taps, int idx,
+                                            unsigned mask) {
+  const uint2 u0 = lds64(taps + idx), u1 = lds64(taps + idx + 1), u8 = lds64(taps + idx + 8), u9 = lds64(taps + idx + 9);
+  b0[0] = prmt(u0.x, u1.x, 0x5410u) & mask;
+  b0[1] = prmt(u0.x, u1.x, 0x7632u) & mask;
+  b0[2] = prmt(u0.y, u1.y, 0x5410u) & mask;
+  b0[3] = prmt(u0.y, u1.y, 0x7632u) & mask;
+  b1[0] = prmt(u8.x, u9.x, 0x5410u) & ~mask;
+  b1[1] = prmt(u8.x, u9.x, 0x7632u) & ~mask;
+  b1[2] = prmt(u8.y, u9.y, 0x5410u) & ~mask;
+  b1[3] = prmt(u8.y, u9.y, 0x7632u) & ~mask;
+}
+
+template <int kQ, int kGamma>
+struct RingTile {
+  using S = RingShape<kQ, kGamma>;
+  const RingArgs& a;
+  uint2* xs;  // [kGroups][kRing][kPitch] positions of 4 channels
+  uint2* fs;  // [3][kGroups][kTaps]
+  const __half* src_n;
+  int oh0, ow0, c0, tid;
+
+  // Input row rho of the tile (source row oh0 - pad_t + rho) into ring slot rho % kRing; zero outside the image.
+  __device__ __forceinline__ void stage_row(int rho) const {
+    const int ih = oh0 - a.pad_t + rho;
+    const bool row_ok = static_cast<unsigned>(ih) < static_cast<unsigned>(a.in_h);
+    uint2* slot = xs + (rho % kRing) * S::kPitch;
+    for (int job = tid; job < kGroups * S::kWin; job += kThreads) {
+      const int grp = job & 3, pos = job >> 2;
+      const int iw = ow0 - a.pad_l + pos, ch = c0 + 4 * grp;
+      const bool ok = row_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) && ch < a.c;
+      const __half* gp = ok ? src_n + (static_cast<long long>(ih) * a.in_w + iw) * a.c + ch : a.src;
+      cuda::cp_async_ca8(slot + grp * kRing * S::kPitch + pos, gp, ok);
+    }
+  }
+  // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
+  __device__ __forceinline__ void stage_filter(int i) const {
+    uint2* buf = fs + (i % 3) * kGroups * S::kTaps;
+    const int wi = a.flip ? a.fh - 1 - i : i;
+    for (int job = tid; job < kGroups * S::kTaps; job += kThreads) {
+      const int grp = job & 3, e = job >> 2, j = e - kFront, ch = c0 + 4 * grp;
+      const bool ok = static_cast<unsigned>(j) < static_cast<unsigned>(a.fw) && ch < a.c;
+      const int wj = a.flip ? a.fw - 1 - j : j;
+      const __half* gp = ok ? a.w + (static_cast<long long>(wi) * a.fw + wj) * a.c + ch : a.w;
+      cuda::cp_async_ca8(buf + grp * S::kTaps + e, gp, ok);
+    }
+  }
+};
+
+// The warp's MMAs of filter row i: kGamma fragments x kQ output blocks x 4 channels.
+template <int kQ, int kGamma>
+__device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2* xs_grp, const uint2* taps, int i,
+                                            int g, int t, unsigned mask) {
+  using S = RingShape<kQ, kGamma>;
+  const uint2* row_g = xs_grp + ((i + g) % kRing) * S::kPitch;
+  const uint2* row_g8 = xs_grp + ((i + g + 8) % kRing) * S::kPitch;
+  Block blk[kQ + kGamma];
+#pragma unroll
+  for (int b = 0; b <= kQ; ++b) load_block(blk[b], row_g, row_g8, 8 * b + 2 * t);
+#pragma unroll
+  for (int f = 0; f < kGamma; ++f) {
+    if (f + kQ + 1 < kQ + kGamma) load_block(blk[f + kQ + 1], row_g, row_g8, 8 * (f + kQ + 1) + 2 * t);
+    unsigned b0[4], b1[4];
+    load_filter(b0, b1, taps, kFront + 8 * f + 2 * t - g, mask);
+#pragma unroll
+    for (int q = 0; q < kQ; ++q)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        mma_m16n8k16(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c],
+                     b0[c], b1[c]);
+  }
+}
+
+// Output tile staging: position P = row * kCols + col holds 4 units of 8 bytes (channel groups). The unit index is
+// XOR-swizzled within its 128-byte line so that the accumulator stores (16 lanes: rows g, columns 2t..) and the
+// 16-byte reads both hit distinct banks.
+__device__ __forceinline__ int tile_swizzle(int pos) { return ((pos >> 2) & 1) | (((pos >> 5) & 3) << 1); }
+
+template <int kQ, int kGamma>
+__device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* ys, const RingArgs& a, int n,
+                                           int oh0, int ow0, int c0, int tid) {
+  using S = RingShape<kQ, kGamma>;
+  const int lane = tid & 31, grp = tid >> 5, g = lane >> 2, t = lane & 3;
+  float bias[4] = {0.f, 0.f, 0.f, 0.f};
+  if (a.bias != nullptr && c0 + 4 * grp < a.c) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(a.bias + c0 + 4 * grp));
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
+    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+    bias[0] = lo.x, bias[1] = lo.y, bias[2] = hi.x, bias[3] = hi.y;
+  }
+#pragma unroll
+  for (int q = 0; q < kQ; ++q)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int pos = (g + 8 * (e >> 1)) * S::kCols + 8 * q + 2 * t + (e & 1);
+      const __half2 lo = __floats2half2_rn(acc[q][0][e] + bias[0], acc[q][1][e] + bias[1]);
+      const __half2 hi = __floats2half2_rn(acc[q][2][e] + bias[2], acc[q][3][e] + bias[3]);
+      ys[(pos & ~3) * 4 + ((4 * (pos & 3) + grp) ^ tile_swizzle(pos))] =
+          make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+    }
+  __syncthreads();
+  constexpr int kChunks = kRows * S::kCols * 2;  // 16-byte chunks: 8 channels of one position
+#pragma unroll
+  for (int r = 0; r < kChunks / kThreads; ++r) {
+    const int job = tid + kThreads * r, half = job & 1, pos = job >> 1;
+    const int oh = oh0 + pos / S::kCols, ow = ow0 + pos % S::kCols, ch = c0 + 8 * half;
+    if (oh < a.out_h && ow < a.out_w && ch < a.c) {
+      const int s = tile_swizzle(pos);
+      const int unit = (pos & ~3) * 4 + ((4 * (pos & 3) + 2 * half) ^ (s & ~1));
+      uint4 v = *reinterpret_cast<const uint4*>(ys + unit);
+      if (s & 1) v = make_uint4(v.z, v.w, v.x, v.y);
+      __stcs(reinterpret_cast<uint4*>(a.dst + ((static_cast<long long>(n) * a.out_h + oh) * a.out_w + ow) * a.c + ch),
+             v);
+    }
+  }
+}
+
+template <int kQ, int kGamma>
+__global__ void __launch_bounds__(kThreads, 3) dwconv_tc_ring_f16_kernel(const RingArgs a) {
+  using S = RingShape<kQ, kGamma>;
+  extern __shared__ uint4 smem_u4[];
+  uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
+  uint2* const fs = xs + S::kXBytes / 8;
+  const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  int bx = blockIdx.x;
+  const int tw = bx % a.tiles_w;
+  bx /= a.tiles_w;
+  const int th = bx % a.tiles_h;
+  const int n = bx / a.tiles_h;
+  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = blockIdx.y * kBN;
+  const RingTile<kQ, kGamma> tile{a, xs, fs, a.src + static_cast<long long>(n) * a.in_h * a.in_w * a.c, oh0, ow0,
+                                  c0, tid};
+
+  // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
+  const int rows = min(kRows, a.out_h - oh0);
+  const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
+  const int rho_end = i_hi + kRows - 1;  // input rows past this are never read
+
+  // Lane mask of the B band: low half valid when 2t >= g, high half when 2t + 1 >= g.
+  const unsigned mask = (2 * t >= g ? 0x0000ffffu : 0u) | (2 * t + 1 >= g ? 0xffff0000u : 0u);
+
+  float acc[kQ][4][4];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[q][c][e] = 0.f;
+
+  // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
+  if (i_lo < i_hi) {
+    for (int rho = i_lo; rho < i_lo + kRows; ++rho) tile.stage_row(rho);
+    tile.stage_filter(i_lo);
+  }
+  cuda::cp_async_commit();
+  if (i_lo + kRows < rho_end) tile.stage_row(i_lo + kRows);
+  if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
+  cuda::cp_async_commit();
+
+  const uint2* xs_grp = xs + grp * kRing * S::kPitch;
+  for (int i = i_lo; i < i_hi; ++i) {
+    cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
+    __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
+    if (i + kRows + 1 < rho_end) tile.stage_row(i + kRows + 1);
+    if (i + 2 < i_hi) tile.stage_filter(i + 2);
+    cuda::cp_async_commit();
+    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTaps, i, g, t, mask);
+  }
+  cuda::cp_async_wait<0>();
+  __syncthreads();  // the ring becomes the output tile
+  store_tile<kQ, kGamma>(acc, xs, a, n, oh0, ow0, c0, tid);
+}
+
+template <int kQ, int kGamma>
+void launch_ring(const RingArgs& a, dim3 grid, cudaStream_t stream) {
+  using S = RingShape<kQ, kGamma>;
+  auto kernel = dwconv_tc_ring_f16_kernel<kQ, kGamma>;
+  // Opt in above 48 KB on every call: cheap, and correct whichever device is current.
+  if constexpr (S::kSmemBytes > 48 * 1024)
+    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
+}
+
+template <int kQ>
+void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream) {
+  switch (gamma) {
+    case 1: return launch_ring<kQ, 1>(a, grid, stream);
+    case 2: return launch_ring<kQ, 2>(a, grid, stream);
+    case 3: return launch_ring<kQ, 3>(a, grid, stream);
+    case 4: return launch_ring<kQ, 4>(a, grid, stream);
+    case 5: return launch_ring<kQ, 5>(a, grid, stream);
+    case 6: return launch_ring<kQ, 6>(a, grid, stream);
+    case 7: return launch_ring<kQ, 7>(a, grid, stream);
+    default: return launch_ring<kQ, 8>(a, grid, stream);
+  }
+}
+
+}  // namespace
+
+int tc_ring_q_for(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }
+
+void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                               const ConvGeometry& g, int q, cudaStream_t stream) {
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0,
+            "dwconv tc-ring f16: needs stride 1 and C % 8 == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, "dwconv tc-ring f16: FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
+  CNN_CHECK(q == 1 || q == 2 || q == 4, "dwconv tc-ring f16: Q must be 1, 2 or 4, got ", q);
+  const int gamma = (g.fw + 7) / 8;
+  RingArgs a{src,     w,       bias,       dst,     g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.fh, g.fw, g.pad_t,
+             g.pad_l, g.flip ? 1 : 0, (g.out_h + kRows - 1) / kRows, (g.out_w + 8 * q - 1) / (8 * q)};
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w;
+  const int channel_blocks = (g.c + kBN - 1) / kBN;
+  CNN_CHECK(blocks < (1LL << 31) && channel_blocks <= 65535, "dwconv tc-ring f16: grid too large for ", blocks,
+            " x ", channel_blocks, " blocks");
+  const dim3 grid(static_cast<unsigned>(blocks), channel_blocks);
+  switch (q) {
+    case 4: launch_ring_q<4>(a, gamma, grid, stream); break;
+    case 2: launch_ring_q<2>(a, gamma, grid, stream); break;
+    default: launch_ring_q<1>(a, gamma, grid, stream); break;
+  }
+  CNN_CHECK_LAUNCH("dwconv_tc_ring_f16_kernel");
+}
+
+}  // namespace cnn::dwconv
