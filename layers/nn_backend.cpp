@@ -120,11 +120,12 @@ Tensor dwconv_backward_data(const Tensor& dy_in, const Tensor& w_in, const dwcon
   return dx;
 }
 
-Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p) {
+Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
+                              dwconv::BfcAccum accum) {
   const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
   Tensor dw = like(x, {p.fh, p.fw, p.c});
   if (x.device().is_cuda()) {
-    cuda::dwconv_backward_filter(x, dy, p, dw);
+    cuda::dwconv_backward_filter(x, dy, p, accum, dw);
     return dw;
   }
   check_dw_cpu_dtype("depthwise_conv2d backward_filter", x.dtype());

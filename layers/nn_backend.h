@@ -17,7 +17,10 @@ Tensor conv2d_backward_filter(const Tensor& x, const Tensor& dy, const kernels::
 // ---- depthwise convolution (Flash-DWC) ---------------------------------------------------------------------------
 Tensor dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p);
 Tensor dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p);
-Tensor dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p);
+// accum selects the FP16 kernels' backward-filter accumulation (f16 tensors on CUDA); other dtypes accumulate in
+// FP32 (f32) or FP64 (f64) whatever it says.
+Tensor dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
+                              dwconv::BfcAccum accum = dwconv::BfcAccum::fp32);
 
 // ---- normalisation (kernels/norm/norm.h); x is viewed as (rows, C) ------------------------------------------------
 struct NormStats {
@@ -53,7 +56,8 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, const kernels::Conv
 void conv2d_backward_filter(const Tensor& x, const Tensor& dy, const kernels::Conv2dParams& p, Tensor& dw);
 void dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p, Tensor& y);
 void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx);
-void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, Tensor& dw);
+void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum accum,
+                            Tensor& dw);
 void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                        NormStats& stats);
 void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats,

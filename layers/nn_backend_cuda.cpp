@@ -1,7 +1,6 @@
 // CUDA side of the CNN layer kernels: device guard, the context's stream, cuDNN handle and workspace, dtype
 // dispatch (f32 / f16). Inputs arrive contiguous and validated by nn_backend.cpp / nn_ops.cpp.
-#include <cstdio>
-#include <mutex>
+#include <cuda_fp16.h>
 
 #include "core/cuda_context.h"
 #include "core/cuda_device_guard.h"
@@ -23,17 +22,6 @@ T* ptr(const Tensor& t) {
 
 kernels::WorkspaceFn workspace_of(CudaContext& ctx) {
   return [&ctx](size_t bytes) { return ctx.workspace(bytes); };
-}
-
-// The FP16 Flash-DWC kernels (issue "Flash-DWC-T") are not written yet: f16 depthwise convolutions convert to
-// f32, run the FP32 kernels and convert back. Said once per process on stderr.
-void note_f16_dwconv_fallback() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::fprintf(stderr,
-                 "depthwise_conv2d: f16 runs the FP32 Flash-DWC kernels through f16<->f32 conversion (FP16 kernels "
-                 "not available yet; bfc_accum has no effect)\n");
-  });
 }
 
 void check_cuda_dtype(const char* op, DType t) {
@@ -71,42 +59,40 @@ void conv2d_backward_filter(const Tensor& x, const Tensor& dy, const kernels::Co
                                        workspace_of(ctx));
 }
 
-// ---- depthwise convolution (Flash-DWC FP32; f16 through conversion) ------------------------------------------------
-
-namespace {
-Tensor as_f32(const Tensor& t) { return !t.defined() || t.dtype() == DType::f32 ? t : t.to(DType::f32); }
-}  // namespace
+// ---- depthwise convolution (Flash-DWC: FP32 kernels for f32, Flash-DWC-T FP16 kernels for f16) ------------------
 
 void dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p, Tensor& y) {
   CudaDeviceGuard guard(x.device().index);
   cudaStream_t s = cuda_context(x.device()).compute_stream();
   check_cuda_dtype("depthwise_conv2d", x.dtype());
-  if (x.dtype() == DType::f16) note_f16_dwconv_fallback();
-  const Tensor xf = as_f32(x), wf = as_f32(w), bf = as_f32(bias);
-  Tensor yf = y.dtype() == DType::f32 ? y : Tensor::empty(y.shape(), DType::f32, y.device());
-  dwconv::dwconv_forward_cuda(ptr<float>(xf), ptr<float>(wf), ptr<float>(bf), ptr<float>(yf), p, s);
-  if (yf.storage() != y.storage()) y.copy_(yf);
+  if (x.dtype() == DType::f16)
+    dwconv::dwconv_forward_cuda(ptr<__half>(x), ptr<__half>(w), ptr<__half>(bias), ptr<__half>(y), p, s);
+  else
+    dwconv::dwconv_forward_cuda(ptr<float>(x), ptr<float>(w), ptr<float>(bias), ptr<float>(y), p, s);
 }
 
 void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx) {
   CudaDeviceGuard guard(dy.device().index);
   cudaStream_t s = cuda_context(dy.device()).compute_stream();
   check_cuda_dtype("depthwise_conv2d backward_data", dy.dtype());
-  if (dy.dtype() == DType::f16) note_f16_dwconv_fallback();
-  const Tensor dyf = as_f32(dy), wf = as_f32(w);
-  Tensor dxf = dx.dtype() == DType::f32 ? dx : Tensor::empty(dx.shape(), DType::f32, dx.device());
-  dwconv::dwconv_backward_data_cuda(ptr<float>(dyf), ptr<float>(wf), ptr<float>(dxf), p, s);
-  if (dxf.storage() != dx.storage()) dx.copy_(dxf);
+  if (dy.dtype() == DType::f16)
+    dwconv::dwconv_backward_data_cuda(ptr<__half>(dy), ptr<__half>(w), ptr<__half>(dx), p, s);
+  else
+    dwconv::dwconv_backward_data_cuda(ptr<float>(dy), ptr<float>(w), ptr<float>(dx), p, s);
 }
 
-void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, Tensor& dw) {
+// f16: the FP16 kernels write dW in FP32 (the FP32 master weights' precision); an f16 dW tensor receives it rounded.
+void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum accum,
+                            Tensor& dw) {
   CudaDeviceGuard guard(x.device().index);
   cudaStream_t s = cuda_context(x.device()).compute_stream();
   check_cuda_dtype("depthwise_conv2d backward_filter", x.dtype());
-  if (x.dtype() == DType::f16) note_f16_dwconv_fallback();
-  const Tensor xf = as_f32(x), dyf = as_f32(dy);
+  if (x.dtype() != DType::f16) {
+    dwconv::dwconv_backward_filter_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(dw), p, s);
+    return;
+  }
   Tensor dwf = dw.dtype() == DType::f32 ? dw : Tensor::empty(dw.shape(), DType::f32, dw.device());
-  dwconv::dwconv_backward_filter_cuda(ptr<float>(xf), ptr<float>(dyf), ptr<float>(dwf), p, s);
+  dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dwf), p, accum, s);
   if (dwf.storage() != dw.storage()) dw.copy_(dwf);
 }
 

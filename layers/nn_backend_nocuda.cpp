@@ -24,7 +24,7 @@ void dwconv_forward(const Tensor&, const Tensor&, const Tensor&, const dwconv::D
 void dwconv_backward_data(const Tensor&, const Tensor&, const dwconv::DwconvParams&, Tensor&) {
   no_cuda("depthwise_conv2d backward_data");
 }
-void dwconv_backward_filter(const Tensor&, const Tensor&, const dwconv::DwconvParams&, Tensor&) {
+void dwconv_backward_filter(const Tensor&, const Tensor&, const dwconv::DwconvParams&, dwconv::BfcAccum, Tensor&) {
   no_cuda("depthwise_conv2d backward_filter");
 }
 void layernorm_forward(const Tensor&, const Tensor&, const Tensor&, double, Tensor&, NormStats&) {
