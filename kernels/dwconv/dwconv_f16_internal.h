@@ -46,4 +46,17 @@ void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const D
                            const BfcF16Force& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force);
 
+// ---- Backward-filter for small filters (dwconv_f16_bfc_small.cu), FP32 accumulation only: stride 1, FH, FW <=
+// kBfcSmallMaxF, C % 4 == 0, x and dy 8-byte aligned (null counts as aligned, for path names). 4 channels x a group
+// of filter rows x all FW taps per thread, sliding along dY rows; block reduction, one atomic per (tap, channel).
+inline constexpr int kBfcSmallMaxF = 7;
+struct BfcF16SmallForce {
+  int z = 0;      // > 0: this many accumulation chunks of block steps (clamped to the number of steps)
+  int strip = 0;  // > 0: dY column strips this wide (clamped to OW)
+};
+bool bfc_f16_small_supports(const DwconvParams& p, const void* x, const void* dy);
+void launch_dwconv_bfc_f16_small(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                 const BfcF16SmallForce& force, cudaStream_t stream);
+std::string dwconv_bfc_f16_small_path_name(const DwconvParams& p, const BfcF16SmallForce& force);
+
 }  // namespace cnn::dwconv

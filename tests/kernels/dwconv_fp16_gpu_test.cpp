@@ -272,6 +272,83 @@ TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
     }
 }
 
+// The small-filter backward-filter kernel, launched directly (through the dispatcher a fallback to the general
+// kernel would pass unnoticed), with the planner's split and with forced Z chunks and column strips; dW poisoned.
+void check_bfc_small(const Case& k, uint64_t seed) {
+  const DwconvParams p = k.params();
+  ASSERT_TRUE(bfc_f16_small_supports(p, nullptr, nullptr)) << p.str();
+  const HalfData d = f16test::make_data(p, seed);
+  const f16test::References ref = f16test::references(p, d);
+  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
+  DeviceArray<float> dw(p.w_elems());
+  x.upload(d.x.data()), dy.upload(d.dy.data());
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  for (const BfcF16SmallForce force : {BfcF16SmallForce{}, BfcF16SmallForce{3, 5}, BfcF16SmallForce{1000000, 1}}) {
+    dw.poison();
+    launch_dwconv_bfc_f16_small(x.get(), dy.get(), dw.get(), p, force, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::vector<float> got_f = dw.download<float>();
+    const std::vector<double> got(got_f.begin(), got_f.end());
+    const std::string name =
+        dwconv_bfc_f16_small_path_name(p, force) + " " + p.str() + " seed=" + std::to_string(seed);
+    // FP32 sums of exact FP16 products: per-thread FMA chains, a shared-memory sum and one atomic per block.
+    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+    f16test::expect_ok(st, name);
+    EXPECT_LE(st.mare, kMareBound) << name;
+  }
+}
+
+TEST(DwconvFp16Gpu, BackwardFilterSmallKernelAwkwardShapes) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 7300;
+  for (const Case& k : {
+           same(1, 1, 1, 8, 1, 1),                   // single pixel, 1x1
+           same(3, 2, 2, 72, 3, 3),                  // N=3, 2x2 image, 3x3
+           same(1, 5, 5, 136, 5, 5),                 // two channel slices
+           same(3, 17, 34, 72, 3, 3),                // R = 28 row slots of 18 channel groups
+           same(1, 17, 34, 1032, 7, 7),              // 9 channel slices of 29 groups (last partial)
+           same(3, 33, 70, 8, 5, 5),                 // C = 8: two channel groups, many row slots
+           Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},    // even filter height, asymmetric padding
+           Case{1, 17, 34, 72, 3, 7, 1, 1, 0, 0, 0, 0},   // zero padding (output smaller than input)
+           Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},  // pads beyond the filter reach: output larger than input
+           Case{1, 2, 5, 8, 3, 3, 1, 1, 4, 2, 0, 5},      // pads beyond the reach on a tiny image
+           Case{3, 1, 34, 72, 1, 3, 1, 1, 0, 0, 2, 0},    // H = 1, left padding only
+           Case{1, 17, 1, 12, 5, 5, 1, 1, 2, 2, 4, 0},    // W = 1, C % 8 != 0
+           Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},  // rows entirely in the padding are skipped
+           Case{3, 17, 34, 72, 7, 7, 1, 1, 0, 6, 6, 0},   // one-sided padding
+           same(1, 17, 34, 72, 4, 6),                      // FW 6: one filter row per thread, 4 row groups
+           same(1, 17, 34, 72, 7, 4),                      // FW 4: row groups of 1, 2, 2, 2 rows
+           same(1, 17, 34, 72, 5, 2),                      // FW 2: row groups of 2 and 3 rows
+           Case{1, 17, 34, 72, 7, 1, 1, 1, 1, 5, 0, 0},    // FW 1: row groups of 3 and 4 rows
+       })
+    check_bfc_small(k, seed++);
+}
+
+// Enough dY rows x columns for several Z chunks and (on small maps) column strips under the planner's own split.
+TEST(DwconvFp16Gpu, BackwardFilterSmallKernelManyChunks) {
+  SKIP_WITHOUT_GPU();
+  check_bfc_small(same(3, 64, 96, 72, 3, 3), 7400);
+  check_bfc_small(same(2, 48, 80, 128, 5, 5), 7401);
+  check_bfc_small(same(4, 32, 32, 256, 7, 7), 7402);
+}
+
+// The dispatcher takes the small-filter kernel for FP32 accumulation exactly when it supports the shape.
+TEST(DwconvFp16CudaEntry, BackwardFilterPathNamesTheSmallKernel) {
+  SKIP_WITHOUT_GPU();
+  const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
+  EXPECT_NE(dwconv_path_name(DwconvOp::backward_filter, small, DType::f16, BfcAccum::fp32).find("small"),
+            std::string::npos);
+  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, small, DType::f16, BfcAccum::ha).find("small"),
+            std::string::npos);
+  const DwconvParams wide = same(1, 17, 34, 72, 3, 9).params();
+  EXPECT_FALSE(bfc_f16_small_supports(wide, nullptr, nullptr));
+  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, wide, DType::f16, BfcAccum::fp32).find("small"),
+            std::string::npos);
+  const DwconvParams strided = Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params();
+  EXPECT_FALSE(bfc_f16_small_supports(strided, nullptr, nullptr));
+  EXPECT_FALSE(bfc_f16_small_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
+}
+
 TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   DwconvParams p;
   p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
