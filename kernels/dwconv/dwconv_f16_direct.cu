@@ -1,5 +1,5 @@
 // CUDA-core FP16 depthwise kernels (FP16 data, FP32 accumulation, FP16 outputs rounded once): a register-tiled
-// kernel for narrow filters (FW <= 3, stride 1) and generic direct kernels for every stride, padding, C and
+// kernel for narrow filters (FW <= 5, stride 1) and generic direct kernels for every stride, padding, C and
 // alignment. NHWC maps, (FH, FW, C) filter. Reference: dwconv_forward_reference / dwconv_backward_data_reference.
 #include <cuda_fp16.h>
 
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kDirectThreads) dwconv_direct_f16_backward_dat
   }
 }
 
-// ---- Register-tiled CUDA-core kernel for FW <= 3 ------------------------------------------------------------
+// ---- Register-tiled CUDA-core kernel for FW <= 5 ------------------------------------------------------------
 // Block: 128 threads, 64 channels (8 lanes x 8 halves = one 128-byte segment per position); lane l owns channels
 // 8*(l%8) .. +7 and 8 consecutive outputs of one output row (spatial slot l/8), as the FP32 GEMV kernel does with
 // float4. Each input is loaded and widened once per filter row and feeds the <= FW outputs that use it.
@@ -274,7 +274,9 @@ void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias
   switch (g.fw) {
     case 1: dwconv_cc_f16_kernel<1><<<grid, kCcThreads, 0, stream>>>(a); break;
     case 2: dwconv_cc_f16_kernel<2><<<grid, kCcThreads, 0, stream>>>(a); break;
-    default: dwconv_cc_f16_kernel<3><<<grid, kCcThreads, 0, stream>>>(a); break;
+    case 3: dwconv_cc_f16_kernel<3><<<grid, kCcThreads, 0, stream>>>(a); break;
+    case 4: dwconv_cc_f16_kernel<4><<<grid, kCcThreads, 0, stream>>>(a); break;
+    default: dwconv_cc_f16_kernel<5><<<grid, kCcThreads, 0, stream>>>(a); break;
   }
   CNN_CHECK_LAUNCH("dwconv_cc_f16_kernel");
 }

@@ -1,6 +1,6 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
 // tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
-// T<theta> beyond), the CUDA-core FP16 kernel for FW <= 3,
+// T<theta> beyond), the CUDA-core FP16 kernel for FW <= 5,
 // generic direct kernels otherwise; backward-filter on CUDA cores (FP32 accumulation with FH, FW <= 7 at stride 1:
 // the small-filter kernel; otherwise, and for hybrid accumulation, the general one). CNN_DWCONV_VERBOSE=1 logs each
 // new choice.

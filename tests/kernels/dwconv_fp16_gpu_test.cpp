@@ -195,7 +195,8 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
                         same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 128, 5, 51), same(1, 17, 34, 72, 2, 2),
                         Case{1, 17, 34, 72, 3, 10, 1, 1, 4, 0, 0, 12}, same(1, 40, 45, 24, 17, 17),
                         same(1, 21, 50, 16, 7, 40), Case{2, 35, 29, 32, 13, 47, 1, 1, 2, 9, 30, 1},
-                        same(1, 19, 66, 8, 61, 61), same(1, 23, 9, 16, 31, 31)}) {
+                        same(1, 19, 66, 8, 61, 61), same(1, 23, 9, 16, 31, 31),
+                        same(2, 17, 34, 72, 4, 4), same(1, 20, 41, 136, 5, 5)}) {
     const DwconvParams p = k.params();
     const HalfData d = f16test::make_data(p, seed++);
     const f16test::References ref = f16test::references(p, d);
