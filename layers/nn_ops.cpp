@@ -143,8 +143,8 @@ Tensor batch_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor
               "batch_norm: expected ", name, " (", c, ") ", dtype_name(stat_dtype(x.dtype())), " on ",
               x.device().str(), ", got ", r->defined() ? r->str() : "undefined");
   }
-  CNN_CHECK(eps > 0.0 && momentum >= 0.0 && momentum <= 1.0, "batch_norm: expected eps > 0 and momentum in [0, 1], got ",
-            "eps=", eps, " momentum=", momentum);
+  CNN_CHECK(eps > 0.0 && momentum >= 0.0 && momentum <= 1.0,
+            "batch_norm: expected eps > 0 and momentum in [0, 1], got eps=", eps, " momentum=", momentum);
   CNN_CHECK(!training || rows > 1, "batch_norm: training needs more than one value per channel, got ", x.str());
   const backend::NormStats stats =
       training ? backend::batchnorm_batch_stats(x, running_mean, running_var, momentum, eps, true)

@@ -161,7 +161,8 @@ struct CcArgs {
 
 __device__ __forceinline__ uint4 load_row8(const __half* row, int col, int in_w, int c) {
   uint4 v = make_uint4(0u, 0u, 0u, 0u);
-  if (static_cast<unsigned>(col) < static_cast<unsigned>(in_w)) v = __ldg(reinterpret_cast<const uint4*>(row + col * c));
+  if (static_cast<unsigned>(col) < static_cast<unsigned>(in_w))
+    v = __ldg(reinterpret_cast<const uint4*>(row + col * c));
   return v;
 }
 

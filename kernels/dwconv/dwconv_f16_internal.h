@@ -26,8 +26,8 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
                                const ConvGeometry& g, int q, cudaStream_t stream);
 
 // ---- CUDA-core FP16 kernels (dwconv_f16_direct.cu).
-// Register-tiled kernel for narrow filters (FW <= kCcMaxFw): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x 8 channels
-// per thread, half8 loads, FP32 FMAs.
+// Register-tiled kernel for narrow filters (FW <= kCcMaxFw): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x
+// 8 channels per thread, half8 loads, FP32 FMAs.
 inline constexpr int kCcMaxFw = 5;
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);

@@ -56,7 +56,8 @@ __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) {
 // {A[g][2t+8..]}, {A[g+8][2t+8..]}; B {B[2t..][g]}, {B[2t+8..][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}).
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                              unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
@@ -103,7 +104,8 @@ __device__ __forceinline__ void load_block(Block& b, const uint2* row_g, const u
 // masks are complementary and depend on the lane only.
 __device__ __forceinline__ void load_filter(unsigned (&b0)[4], unsigned (&b1)[4], const uint2* taps, int idx,
                                             unsigned mask) {
-  const uint2 u0 = lds64(taps + idx), u1 = lds64(taps + idx + 1), u8 = lds64(taps + idx + 8), u9 = lds64(taps + idx + 9);
+  const uint2 u0 = lds64(taps + idx), u1 = lds64(taps + idx + 1);
+  const uint2 u8 = lds64(taps + idx + 8), u9 = lds64(taps + idx + 9);
   b0[0] = prmt(u0.x, u1.x, 0x5410u) & mask;
   b0[1] = prmt(u0.x, u1.x, 0x7632u) & mask;
   b0[2] = prmt(u0.y, u1.y, 0x5410u) & mask;
