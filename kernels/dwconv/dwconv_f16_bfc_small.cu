@@ -18,7 +18,8 @@
 //   5x6x16, 7x7 7x4x16). Its R row slots take R consecutive dY rows and its ng groups the same rows, so the FH-fold
 //   re-read of X (rows shared by neighbouring dY rows) and the ng-fold re-read of dY meet in L1 within a block step;
 //   only the FH-1 halo rows come again from L2 at the next step. DRAM sees X and dY about once (3x3 on 128^4:
-//   537 MB, ~0.2 ms at 2.7 TB/s; ~0.5 G warp instructions, ~0.15 ms at 3 IPC per SM).
+//   537 MB, ~0.2 ms at 2.7 TB/s; ~0.5 G warp instructions, ~0.15 ms at 3 IPC per SM). Measured on the H200:
+//   0.513 ms (2.1 TB/s), 0.67x cuDNN's 0.344 ms; not profiled yet (docs/perf/dwconv-fp16-h200.md).
 // - Work split: the N*OH dY rows are cut into Z chunks of whole block steps, and OW into strips only when rows are
 //   too few, for about two waves of resident blocks. A block reduces its threads' accumulators with shared-memory
 //   float atomics (layout [tap][channel in group][group]: a warp's adds hit distinct banks) and then issues one
