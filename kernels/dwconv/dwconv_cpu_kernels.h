@@ -332,9 +332,9 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
   // The block's dW accumulates in a private (fh, fw, L) copy: consecutive taps 64 bytes apart instead of a C-float
   // pitch (which keeps dW stores 4 KB-aliased with the C-pitched dy loads for some buffer placements).
   const int64_t taps = int64_t(p.fh) * p.fw;
-  std::vector<float> acc(size_t(taps * L));
+  const AlignedFloats acc(taps * L);
   for (int64_t t = 0; t < taps; ++t)
-    for (int l = 0; l < L; ++l) acc[t * L + l] = dw[t * p.c + c0 + l];
+    for (int l = 0; l < L; ++l) acc.data()[t * L + l] = dw[t * p.c + c0 + l];
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / oh_n), oh = int(row % oh_n);
     const int base = oh * p.stride_h - p.pad_top;
@@ -358,7 +358,7 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
     }
   }
   for (int64_t t = 0; t < taps; ++t)
-    for (int l = 0; l < L; ++l) dw[t * p.c + c0 + l] = acc[t * L + l];
+    for (int l = 0; l < L; ++l) dw[t * p.c + c0 + l] = acc.data()[t * L + l];
 }
 
 void bfc_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c_begin,
