@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # CPU depthwise conv, FP32: this project's backend (apps/dwconv-cpu-bench) vs PyTorch (bench/dwconv_cpu_torch.py)
 # on the same shapes and thread count; prints both tables and a side-by-side one with speedups (ours / PyTorch).
-# usage: bench/dwconv_cpu_vs_torch.sh [--threads T] [--reps R] [--shapes N,H,W,C,F ...]
+# usage: bench/dwconv_cpu_vs_torch.sh [--threads T] [--reps R] [--offset B] [--shapes N,H,W,C,F ...]
+# Our tensors are 64-byte aligned as the framework allocates them; --offset B shifts them B bytes (ours only).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=2
 reps=5
+offset=0
 shapes=(32,56,56,128,3 32,56,56,128,7 32,56,56,128,13 32,56,56,128,31)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --offset) offset=$2; shift 2 ;;
     --shapes) shift; shapes=(); while [[ $# -gt 0 && $1 != --* ]]; do shapes+=("$1"); shift; done ;;
-    *) echo "dwconv_cpu_vs_torch.sh: unknown argument '$1' (expected --threads, --reps or --shapes)" >&2; exit 2 ;;
+    *) echo "dwconv_cpu_vs_torch.sh: unknown argument '$1' (expected --threads, --reps, --offset or --shapes)" >&2; exit 2 ;;
   esac
 done
 
@@ -34,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=$threads
 # Shape by shape, ours then PyTorch, so that both see the same machine state on a shared host.
 for k in "${!shapes[@]}"; do
-  "$bench" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" --csv "$tmp/ours.$k.csv"
+  "$bench" --threads "$threads" --reps "$reps" --offset "$offset" --shapes "${shapes[$k]}" --csv "$tmp/ours.$k.csv"
   "$py" "$root/bench/dwconv_cpu_torch.py" --threads "$threads" --reps "$reps" --shapes "${shapes[$k]}" \
     --csv "$tmp/torch.$k.csv"
   echo

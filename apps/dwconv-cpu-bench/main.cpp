@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cpu_impl.h"
@@ -78,12 +79,29 @@ Timing time_median(int reps, int threads, F&& f) {
   return {median(wall), median(cpu)};
 }
 
-std::vector<float> random_vector(int64_t n, uint64_t seed) {
+// A benchmark tensor: 64-byte-aligned host memory from the framework's allocator (as every cnn::Tensor, and as
+// PyTorch's CPU tensors), optionally shifted by `offset` bytes to time misaligned placements.
+class Buffer {
+ public:
+  Buffer(int64_t n, int offset) : bytes_(size_t(n) * sizeof(float) + size_t(offset)) {
+    base_ = cnn::host_alloc(bytes_, "dwconv-cpu-bench");
+    data_ = reinterpret_cast<float*>(static_cast<char*>(base_) + offset);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { cnn::host_free(base_, bytes_); }
+  float* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  void* base_;
+  float* data_;
+};
+
+void fill_random(const Buffer& b, int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& e : v) e = dist(rng);
-  return v;
+  for (int64_t k = 0; k < n; ++k) b.data()[k] = dist(rng);
 }
 
 struct Result {
@@ -91,11 +109,12 @@ struct Result {
   Timing fwd, bdc, bfc, fwdbwd;
 };
 
-Result run_shape(const DwconvParams& p, int reps, int threads) {
+Result run_shape(const DwconvParams& p, int reps, int threads, int offset) {
   using namespace cnn::dwconv;
-  const auto x = random_vector(p.x_elems(), 1), w = random_vector(p.w_elems(), 2), b = random_vector(p.c, 3);
-  const auto dy = random_vector(p.y_elems(), 4);
-  std::vector<float> y(p.y_elems()), dx(p.x_elems()), dw(p.w_elems());
+  const Buffer x(p.x_elems(), offset), w(p.w_elems(), offset), b(p.c, offset), dy(p.y_elems(), offset);
+  const Buffer y(p.y_elems(), offset), dx(p.x_elems(), offset), dw(p.w_elems(), offset);
+  fill_random(x, p.x_elems(), 1), fill_random(w, p.w_elems(), 2), fill_random(b, p.c, 3);
+  fill_random(dy, p.y_elems(), 4);
   auto fwd = [&] { dwconv_forward_cpu(x.data(), w.data(), b.data(), y.data(), p); };
   auto bdc = [&] { dwconv_backward_data_cpu(dy.data(), w.data(), dx.data(), p); };
   auto bfc = [&] { dwconv_backward_filter_cpu(x.data(), dy.data(), dw.data(), p); };
@@ -117,9 +136,10 @@ std::string shape_label(const DwconvParams& p) {
   return cnn::str_cat(p.n, "x", p.ih, "x", p.iw, "x", p.c, " F", p.fh, "x", p.fw, " s", p.stride_h);
 }
 
-void print_results(const std::vector<Result>& results, int threads) {
-  std::printf("dwconv CPU FP32 (NHWC, %s), %d threads, GFLOP/s = 2*N*OH*OW*C*FH*FW per op\n",
-              cnn::dwconv::cpu::isa_name(cnn::dwconv::cpu::best_isa()), threads);
+void print_results(const std::vector<Result>& results, int threads, int offset) {
+  std::printf("dwconv CPU FP32 (NHWC, %s), %d threads, tensors at 64-byte alignment + %d bytes, GFLOP/s = "
+              "2*N*OH*OW*C*FH*FW per op\n",
+              cnn::dwconv::cpu::isa_name(cnn::dwconv::cpu::best_isa()), threads, offset);
   std::printf("wall-clock medians; 'cpu' = median process CPU time / threads (robust to other jobs on the host)\n");
   std::printf("%-26s %9s %8s %9s %9s %11s %8s %9s\n", "shape", "fwd ms", "GF/s", "bdc ms", "bfc ms", "fwd+bwd ms",
               "GF/s", "cpu fwd");
@@ -149,11 +169,13 @@ void write_csv(const std::string& path, const std::vector<Result>& results, int 
 int main(int argc, char** argv) {
   CLI::App app{"FP32 CPU depthwise conv benchmark: forward and forward+backward, median of reps"};
   std::vector<std::string> shapes = {"32,56,56,128,3", "32,56,56,128,7", "32,56,56,128,13", "32,56,56,128,31"};
-  int threads = omp_get_max_threads(), reps = 5;
+  int threads = omp_get_max_threads(), reps = 5, offset = 0;
   std::string csv;
   app.add_option("--shapes", shapes, "N,H,W,C,F or N,H,W,C,FH,FW[,S]; default N=32 56x56 C=128, F 3/7/13/31");
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "timed repetitions per measurement (median)")->check(CLI::PositiveNumber);
+  app.add_option("--offset", offset, "place every tensor this many bytes past 64-byte alignment (a multiple of 4)")
+      ->check(CLI::Range(0, 60));
   app.add_option("--csv", csv, "also write the results to this CSV file");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -161,8 +183,9 @@ int main(int argc, char** argv) {
     std::vector<DwconvParams> params;
     for (const auto& s : shapes) params.push_back(parse_shape(s));
     std::vector<Result> results;
-    for (const auto& p : params) results.push_back(run_shape(p, reps, threads));
-    print_results(results, threads);
+    CNN_CHECK(offset % 4 == 0, "--offset: expected a multiple of 4 (whole floats), got ", offset);
+    for (const auto& p : params) results.push_back(run_shape(p, reps, threads, offset));
+    print_results(results, threads, offset);
     if (!csv.empty()) write_csv(csv, results, threads);
   } catch (const std::exception& e) {
     std::cerr << "dwconv-cpu-bench: " << e.what() << "\n";

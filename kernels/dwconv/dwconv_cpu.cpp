@@ -41,13 +41,13 @@ void parallel_rows(int64_t rows, double macs, F&& body) {
 class RingStorage {
  public:
   RingStorage(int slots, const RowLayout& lay)
-      : rows_(size_t(ring_floats(slots, lay))), keys_(size_t(slots)), taps_(size_t(slots)) {
+      : rows_(ring_floats(slots, lay)), keys_(size_t(slots)), taps_(size_t(slots)) {
     ring_.rows = rows_.data(), ring_.keys = keys_.data(), ring_.row_of_tap = taps_.data(), ring_.slots = slots;
   }
   RowRing ring() const { return ring_; }
 
  private:
-  std::vector<float> rows_;
+  AlignedFloats rows_;
   std::vector<int64_t> keys_;
   std::vector<const float*> taps_;
   RowRing ring_;
@@ -83,8 +83,8 @@ void run_correlate(Isa isa, const CorrPlan& pl) {
 // few L1 sets. `tap(i, j)` returns the (fh, fw, C)-layout pointer of tap (i, j) (the flip and phase selection
 // of backward-data happen here).
 template <class Tap>
-void pack_filter(int fh, int fw, int c, Tap&& tap, std::vector<float>& packed) {
-  packed.resize(size_t(fh) * fw * c);
+void pack_filter(int fh, int fw, int c, Tap&& tap, AlignedFloats& packed) {
+  packed.resize(int64_t(fh) * fw * c);
   for (int c0 = 0, l = 0; c0 < c; c0 += l) {
     l = channel_block(c0, c);
     float* dst = packed.data() + int64_t(c0) * fh * fw;
@@ -143,7 +143,7 @@ void forward(Isa isa, const float* x, const float* w, const float* bias, float* 
   p.validate("dwconv_forward_cpu");
   CNN_CHECK(isa_supported(isa), "dwconv_forward_cpu: this CPU cannot run the ", isa_name(isa), " build");
   check_pointers("dwconv_forward_cpu", x, "x", w, "w", y, "y");
-  std::vector<float> packed;
+  AlignedFloats packed;
   pack_filter(p.fh, p.fw, p.c, [&](int i, int j) { return w + (int64_t(i) * p.fw + j) * p.c; }, packed);
   CorrPlan pl;
   pl.in = x, pl.in_h = p.ih, pl.in_w = p.iw;
@@ -160,7 +160,7 @@ void backward_data(Isa isa, const float* dy, const float* w, float* dx, const Dw
   CNN_CHECK(isa_supported(isa), "dwconv_backward_data_cpu: this CPU cannot run the ", isa_name(isa), " build");
   check_pointers("dwconv_backward_data_cpu", dy, "dy", w, "w", dx, "dx");
   const int sh = p.stride_h, sw = p.stride_w, c = p.c;
-  std::vector<float> sub;  // flipped sub-filter of the current phase, (K_h, K_w, C) packed
+  AlignedFloats sub;  // flipped sub-filter of the current phase, (K_h, K_w, C) packed
   for (int rh = 0; rh < std::min(sh, p.ih); ++rh) {
     const PhaseAxis ah = phase_axis(rh, p.pad_top, p.fh, sh, p.ih);
     for (int rw = 0; rw < std::min(sw, p.iw); ++rw) {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 
 #include "kernels/dwconv/dwconv.h"
 
@@ -17,6 +20,29 @@ const char* isa_name(Isa isa);
 // Channel vectors of the row kernels (GCC vector extensions; each ISA build maps them to its registers).
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V16 __attribute__((vector_size(64)));
+
+// 64-byte-aligned float scratch (packed rows, packed filters, dW copies): every 16-channel vector is then one
+// cache line, where a 16-byte-aligned std::vector would split each one across two lines (two loads' worth).
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(int64_t n = 0) { resize(n); }
+  // Reallocates for n floats when n exceeds the capacity; the contents are not kept.
+  void resize(int64_t n) {
+    if (n <= cap_) return;
+    void* p = std::aligned_alloc(64, (size_t(n) * sizeof(float) + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    data_.reset(static_cast<float*>(p));
+    cap_ = n;
+  }
+  float* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  int64_t cap_ = 0;
+};
 
 // Channels are cut into blocks: 16 wide while 16 remain, then one block of 8, then single channels.
 inline int channel_block(int c0, int c) { return c - c0 >= 16 ? 16 : c - c0 >= 8 ? 8 : 1; }

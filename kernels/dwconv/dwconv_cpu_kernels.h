@@ -82,6 +82,23 @@ CNN_DWCONV_INLINE void reset(RowRing& ring) {
   for (int k = 0; k < ring.slots; ++k) ring.keys[k] = -1;
 }
 
+// Prefetches the channel block at src_img in input rows [ih_b, ih_e) (those that exist), the share of columns
+// that belongs to output columns [q0, q1) of out_w. The row kernels call it tile by tile for the rows that the next
+// output rows will pack, so that those rows come from DRAM while this row's multiply-adds run instead of stalling
+// pack_row. Both ends of each block are touched: a block that is not 64-byte aligned spans two lines.
+template <int L>
+CNN_DWCONV_INLINE void prefetch_rows(const float* src_img, int64_t cs, int in_w, int in_h, int ih_b, int ih_e, int q0,
+                                     int q1, int out_w) {
+  const int col_b = int(int64_t(q0) * in_w / out_w), col_e = q1 >= out_w ? in_w : int(int64_t(q1) * in_w / out_w);
+  for (int ih = max_int(ih_b, 0); ih < min_int(ih_e, in_h); ++ih) {
+    const float* sp = src_img + (int64_t(ih) * in_w + col_b) * cs;
+    for (int col = col_b; col < col_e; ++col, sp += cs) {
+      __builtin_prefetch(sp);
+      if constexpr (L > 1) __builtin_prefetch(sp + L - 1);
+    }
+  }
+}
+
 // ---- correlation (forward, backward-data) ---------------------------------------------------------------------
 
 // One tile: TW consecutive outputs q0.. of one output row x one channel block of L = NV*lanes channels, the
@@ -212,14 +229,20 @@ void corr_row_pair(const CorrPlan& pl, RowRing& ring, const RowLayout& lay, cons
       rows[k] = ring_row<L>(ring, lay, src_img, pl.c, pl.in_w, pl.in_h, n, base + k);
   float* out0 = pl.out + n * pl.out_img + r * pl.out_row + c0;
   float* out1 = out0 + pl.out_row;
+  // The next pair of output rows packs input rows [base + k_hi, base + k_hi + 2*sh).
+  const int pf_b = base + k_hi, pf_e = base + k_hi + 2 * sh;
   int q0 = 0;
-  for (; q0 + TW2 <= pl.out_w; q0 += TW2)
+  for (; q0 + TW2 <= pl.out_w; q0 += TW2) {
+    prefetch_rows<L>(src_img, pl.c, pl.in_w, pl.in_h, pf_b, pf_e, q0, q0 + TW2, pl.out_w);
     corr_tile2<V, NV, TW2>(rows, k_lo, k_hi, lo0, hi0, lo1, hi1, sh, f, pl.fw, lay, q0, bias,
                            out0 + q0 * pl.out_col, out1 + q0 * pl.out_col, pl.out_col);
-  if (q0 < pl.out_w)
+  }
+  if (q0 < pl.out_w) {
+    prefetch_rows<L>(src_img, pl.c, pl.in_w, pl.in_h, pf_b, pf_e, q0, pl.out_w, pl.out_w);
     corr_tail2<V, NV, TW2 - 1>(pl.out_w - q0, static_cast<const float* const*>(rows), k_lo, k_hi, lo0, hi0, lo1,
                                hi1, sh, f, pl.fw, lay, q0, bias, out0 + q0 * pl.out_col, out1 + q0 * pl.out_col,
                                pl.out_col);
+  }
 }
 
 // Rows [row_begin, row_end) of the flattened (n, r) output axis for the channel block at c0; with TW2 > 0, rows
@@ -246,12 +269,17 @@ void corr_block_rows(const CorrPlan& pl, RowRing ring, int64_t row_begin, int64_
     const float* src_img = pl.in + int64_t(n) * pl.in_h * pl.in_w * pl.c + c0;
     for (int i = i_lo; i < i_hi; ++i) rows[i] = ring_row<L>(ring, lay, src_img, pl.c, pl.in_w, pl.in_h, n, base + i);
     float* out = pl.out + n * pl.out_img + r * pl.out_row + c0;
+    const int pf_b = base + i_hi, pf_e = base + i_hi + pl.sh;  // rows the next output row packs
     int q0 = 0;
-    for (; q0 + TW <= pl.out_w; q0 += TW)
+    for (; q0 + TW <= pl.out_w; q0 += TW) {
+      prefetch_rows<L>(src_img, pl.c, pl.in_w, pl.in_h, pf_b, pf_e, q0, q0 + TW, pl.out_w);
       corr_tile<V, NV, TW>(rows, i_lo, i_hi, f, pl.fw, lay, q0, bias, out + q0 * pl.out_col, pl.out_col);
-    if (q0 < pl.out_w)
+    }
+    if (q0 < pl.out_w) {
+      prefetch_rows<L>(src_img, pl.c, pl.in_w, pl.in_h, pf_b, pf_e, q0, pl.out_w, pl.out_w);
       corr_tail<V, NV, TW - 1>(pl.out_w - q0, static_cast<const float* const*>(rows), i_lo, i_hi, f, pl.fw, lay,
                                q0, bias, out + q0 * pl.out_col, pl.out_col);
+    }
   }
 }
 
@@ -332,16 +360,21 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
   // The block's dW accumulates in a private (fh, fw, L) copy: consecutive taps 64 bytes apart instead of a C-float
   // pitch (which keeps dW stores 4 KB-aliased with the C-pitched dy loads for some buffer placements).
   const int64_t taps = int64_t(p.fh) * p.fw;
-  std::vector<float> acc(size_t(taps * L));
+  const AlignedFloats acc(taps * L);
   for (int64_t t = 0; t < taps; ++t)
-    for (int l = 0; l < L; ++l) acc[t * L + l] = dw[t * p.c + c0 + l];
+    for (int l = 0; l < L; ++l) acc.data()[t * L + l] = dw[t * p.c + c0 + l];
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = int(row / oh_n), oh = int(row % oh_n);
     const int base = oh * p.stride_h - p.pad_top;
     const int i_lo = clamp_int(-base, 0, p.fh), i_hi = max_int(i_lo, clamp_int(p.ih - base, 0, p.fh));
     const float* dy_row = pl.dy + (int64_t(n) * oh_n + oh) * ow_n * p.c + c0;
     const float* src_img = x_c + int64_t(n) * p.ih * p.iw * p.c;
+    const float* dy_img = pl.dy + int64_t(n) * oh_n * ow_n * p.c + c0;
     for (int i = i_lo; i < i_hi; ++i) {
+      // A share of the x row and the dy row that the next output row reads, per filter row.
+      prefetch_rows<L>(src_img, p.c, p.iw, p.ih, base + i_hi, base + i_hi + p.stride_h, i - i_lo, i - i_lo + 1,
+                       i_hi - i_lo);
+      prefetch_rows<L>(dy_img, p.c, ow_n, oh_n, oh + 1, oh + 2, i - i_lo, i - i_lo + 1, i_hi - i_lo);
       const float* xr = ring_row<L>(ring, lay, src_img, p.c, p.iw, p.ih, n, base + i);
       for (int ph = 0; ph < min_int(s, p.fw); ++ph) {
         const int cols = (p.fw - ph + s - 1) / s;  // filter columns ph, ph + s, ...
@@ -358,7 +391,7 @@ void bfc_block_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begi
     }
   }
   for (int64_t t = 0; t < taps; ++t)
-    for (int l = 0; l < L; ++l) dw[t * p.c + c0 + l] = acc[t * L + l];
+    for (int l = 0; l < L; ++l) dw[t * p.c + c0 + l] = acc.data()[t * L + l];
 }
 
 void bfc_rows(const BfcPlan& pl, RowRing ring, float* dw, int64_t row_begin, int64_t row_end, int c_begin,

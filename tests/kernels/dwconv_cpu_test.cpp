@@ -170,6 +170,17 @@ TEST(DwconvCpu, MatchesReferenceOnTwoRowTileShapes) {
   omp_set_num_threads(threads);
 }
 
+TEST(DwconvCpu, MatchesReferenceOnEveryTileTail) {
+  // 13x13 'same' filters on output widths 9..15: the AVX-512 two-row tiles (8 wide) leave every ragged tail
+  // width 1..7, the single-row tiles (14 wide) tails 9..14 and 1, and backward-filter runs its 7 + 6 column tiles.
+  uint64_t seed = 7000;
+  for (int w = 9; w <= 15; ++w) {
+    const Case cs(test::dwconv_shape(2, 15, w, 32, 13, 13, 1, 1, 6, 6, 6, 6), seed += 10);
+    for (cpu::Isa isa : {cpu::Isa::generic, cpu::Isa::avx2, cpu::Isa::avx512})
+      if (cpu::isa_supported(isa)) check_case(cs, isa);
+  }
+}
+
 TEST(DwconvCpu, MatchesReferenceWithoutBiasAndWithPartialDwBuffers) {
   // C = 16 is one channel unit, so backward-filter splits the rows over several partial dW buffers.
   const int threads = omp_get_max_threads();
