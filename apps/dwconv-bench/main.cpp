@@ -107,6 +107,9 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
       }
       if (!row.error.empty()) std::cout << "  FAILED: " << row.error << '\n';
       rows.push_back(std::move(row));
+      // Rewritten (atomically) after every point: a run cut short, e.g. by a slow cuDNN algorithm meeting a
+      // timeout, keeps a complete CSV of the points it finished.
+      if (!ctx.opts.out_csv.empty()) write_csv(ctx.opts.out_csv, rows);
     }
   }
 }
