@@ -32,6 +32,10 @@ struct DwconvParams {
   std::string str() const;  // "N=.. IH=.. IW=.. C=.. F=FHxFW s=.. p=(t,b,l,r)" for logs and errors
 };
 
+// Throws cnn::Error naming `op` and which of the two inputs and the output is null (every backend's entry points).
+void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
+                    const void* out, const char* out_name);
+
 // Accumulation precision of the FP16 backward-filter kernels (issue "Flash-DWC-T"); FP32 BFC ignores it.
 //   fp32: every FP16 product is accumulated in FP32.
 //   ha (hybrid): runs of at most kBfcHaRun consecutive dY columns of one dY row (columns [32k, 32k+32) of the row)

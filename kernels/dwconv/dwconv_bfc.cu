@@ -287,8 +287,7 @@ BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x
 
 void check_inputs(const float* x, const float* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
   p.validate("dwconv_backward_filter_cuda");
-  CNN_CHECK(x != nullptr && dy != nullptr && dw != nullptr,
-            "dwconv_backward_filter_cuda: expected non-null x, dy, dw, got x=", x, " dy=", dy, " dw=", dw);
+  check_pointers("dwconv_backward_filter_cuda", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK((force.tile_r == 0 && force.tile_tm == 0) || bfc_is_tile(force.tile_r, force.tile_tm),
             "dwconv_backward_filter_cuda: forced tile ", force.tile_r, "x", force.tile_tm,
             " is not one of the instantiated tiles (kBfcTiles)");

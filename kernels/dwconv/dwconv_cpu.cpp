@@ -22,12 +22,6 @@ constexpr double kSerialMacs = 1 << 16;
 // Per-thread partial dW buffers of backward-filter may take at most this many floats in total.
 constexpr int64_t kMaxPartialFloats = int64_t(1) << 24;
 
-void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
-                    const void* out, const char* out_name) {
-  CNN_CHECK(a && b && out, op, ": expected non-null ", a_name, ", ", b_name, " and ", out_name, ", got ", a_name,
-            a ? "=set " : "=null ", b_name, b ? "=set " : "=null ", out_name, out ? "=set" : "=null");
-}
-
 // Splits rows [0, rows) into contiguous chunks, one parallel task each.
 template <class F>
 void parallel_rows(int64_t rows, double macs, F&& body) {

@@ -21,6 +21,9 @@ struct ConvGeometry {
   bool flip = false;         // read the filter rotated by 180 degrees
 };
 
+// True for null (an absent optional tensor) or a 16-byte-aligned pointer: the vectorized kernels' requirement.
+inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 // CNN_DWCONV_VERBOSE=1: log_path_once prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
 bool dwconv_verbose();
 void log_path_once(const char* op, const DwconvParams& p, const std::string& path);

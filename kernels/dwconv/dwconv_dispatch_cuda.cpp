@@ -16,15 +16,7 @@ namespace cnn::dwconv {
 
 namespace {
 
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
-
-void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
-                    const void* out, const char* out_name) {
-  CNN_CHECK(a != nullptr && b != nullptr && out != nullptr, op, ": null pointer among ", a_name, ", ", b_name, ", ",
-            out_name);
-}
 
 std::string forward_path(const DwconvParams& p, bool aligned) {
   if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(forward_geometry(p), gemv_config_for(forward_geometry(p)));

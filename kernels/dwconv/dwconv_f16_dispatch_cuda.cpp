@@ -15,8 +15,6 @@ namespace cnn::dwconv {
 
 namespace {
 
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
 
 // CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
@@ -100,12 +98,6 @@ std::string backward_data_path_f16(const DwconvParams& p, bool aligned) {
     return describe("bdc", g, choose(g, aligned), aligned);
   }
   return str_cat("bdc f16 direct strided gather vec=", p.c % 8 == 0 && aligned ? 8 : 1);
-}
-
-void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
-                    const void* out, const char* out_name) {
-  CNN_CHECK(a != nullptr && b != nullptr && out != nullptr, op, ": null pointer among ", a_name, ", ", b_name, ", ",
-            out_name);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// DwconvParams validation and formatting, shared by every backend's entry points.
+// DwconvParams validation and formatting, and the pointer check, shared by every backend's entry points.
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 
@@ -14,6 +14,12 @@ void DwconvParams::validate(const char* op) const {
             ": filter larger than the padded input (output would be empty), got ", str());
   CNN_CHECK(x_elems() < (int64_t(1) << 31) && y_elems() < (int64_t(1) << 31), op,
             ": tensors over 2^31 elements are not supported, got ", str());
+}
+
+void check_pointers(const char* op, const void* a, const char* a_name, const void* b, const char* b_name,
+                    const void* out, const char* out_name) {
+  CNN_CHECK(a && b && out, op, ": expected non-null ", a_name, ", ", b_name, " and ", out_name, ", got ", a_name,
+            a ? "=set " : "=null ", b_name, b ? "=set " : "=null ", out_name, out ? "=set" : "=null");
 }
 
 std::string DwconvParams::str() const {
