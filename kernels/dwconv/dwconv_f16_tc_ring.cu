@@ -3,7 +3,8 @@
 // C % 8 == 0, 16-byte aligned pointers, FW <= 8 * kMaxGamma. Design and measurements: docs/dwconv-fp16.md.
 //
 // Per channel, two m16n8k8 MMAs (k = 0..7, 8..15) compute 16 output rows x 8 output columns over a 16-column input
-// window and 8 filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band 0 <= k - n < 8, else 0.
+// window and 8 filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band
+// 0 <= k - n < 8, else 0.
 // With fragments of 8 taps, the window of output block q at fragment f starts at column 8(q + f): moving to the next
 // fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
 // filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
