@@ -1,9 +1,8 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
 // tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
 // T<theta> beyond), the CUDA-core FP16 kernel for FW <= 5,
-// generic direct kernels otherwise; backward-filter on CUDA cores (FP32 accumulation with FH, FW <= 7 at stride 1:
-// the small-filter kernel; otherwise, and for hybrid accumulation, the general one). CNN_DWCONV_VERBOSE=1 logs each
-// new choice.
+// generic direct kernels otherwise; backward-filter on CUDA cores (stride 1, C % 4 == 0, 8-byte aligned: the tiled
+// kernel, both accumulation modes; otherwise the row-warp kernel). CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
 #include <cstdlib>
 
@@ -129,9 +128,9 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   check_pointers("dwconv_backward_filter_cuda(f16)", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
-  if (accum == BfcAccum::fp32 && bfc_f16_small_supports(p, x, dy)) {
-    if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_small_path_name(p, BfcF16SmallForce{}));
-    launch_dwconv_bfc_f16_small(x, dy, dw, p, BfcF16SmallForce{}, stream);
+  if (bfc_f16_tiled_supports(p, x, dy)) {
+    if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{}));
+    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
     return;
   }
   if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_path_name(p, accum, BfcF16Force{}));
@@ -147,8 +146,8 @@ std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, Bf
     case DwconvOp::forward: return forward_path_f16(p, true);
     case DwconvOp::backward_data: return backward_data_path_f16(p, true);
     case DwconvOp::backward_filter:
-      if (accum == BfcAccum::fp32 && bfc_f16_small_supports(p, nullptr, nullptr))
-        return dwconv_bfc_f16_small_path_name(p, BfcF16SmallForce{});
+      if (bfc_f16_tiled_supports(p, nullptr, nullptr))
+        return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
   }
   return "unknown";
