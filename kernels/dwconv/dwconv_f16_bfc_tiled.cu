@@ -30,11 +30,13 @@
 //   ~1-2x (0.5-1 GB on either map, ~0.3 ms) against 2.3-4.5 ms (13x13) and 35-70 ms (51x51) of FMAs at 20 TFLOP/s:
 //   compute/issue-bound. L1: (nr + 1) 8-byte loads per nr*TW*4 FMAs (0.57-0.75 B/FMA) against ~128 B/clk/SM.
 // - Issue: fp32 per step 2 LDG + 8 conversions + 28 FFMA + ~8 index/ring instructions (TW 7; TW 4 nr 2: 3 + 12 +
-//   32 + ~8): FFMA ~55-60% of the issue slots, a ceiling of ~37 TFLOP/s; at 13-16 warps per SM (one 416-512-thread
-//   block, ~120 registers) the small-filter form of this kernel reached 12-20 TFLOP/s at 7x7, so expect fp32
-//   ~15-22 TFLOP/s at 13x13 and 51x51 on both 128x32x32x1024 and 128x128x128x128 (row-warp kernel: 4-13). ha: 14-16
-//   HFMA2 replace 28-32 FFMA and the conversions vanish (~25-30 instructions per step instead of ~45-55, plus a flush
-//   of nr*TW*2 conversions and 4 FADD per tap every 32 columns): expect ~1.4-1.7x the fp32 speed, 25-35 TFLOP/s.
+//   32 + ~8): FFMA ~55-60% of the issue slots, a ceiling of ~37 TFLOP/s at 13-16 warps per SM (one 416-512-thread
+//   block, ~120 registers). ha: 14-16 HFMA2 replace 28-32 FFMA and the conversions vanish, plus a flush of nr*TW*2
+//   conversions and 4 FADD per tap every 32 columns. Latency: with so few warps each thread must keep loads in
+//   flight, so slide_row issues all loads of an unrolled block of TW steps before its FMAs; written step by step,
+//   ptxas interleaved them and Nsight Compute showed 7.9 of 11.8 cycles per instruction stalled on L1TEX (7x7: 1.67
+//   ms, where the same instructions scheduled loads-first ran in 0.80 ms). Measured (H200,
+//   docs/perf/dwconv-fp16-h200.md): fp32 13-23 TFLOP/s at 3x3-7x7, 14-30 at 9x9-51x51; ha 14-36.
 // - ha runs: the host emulation adds an FP16 partial per run of dY columns [32k, 32k+32) of a dY row. A thread walks
 //   its strip of a dY row in ascending columns and flushes its partials after column 32k+31 and after the strip's
 //   last column; strips start at multiples of 32 in ha mode (the planner rounds the strip width up to a multiple of
@@ -104,24 +106,15 @@ struct Lane<true> {
   __half2 v[kCpt / 2];
 };
 
-__device__ __forceinline__ void load_lane(const __half* p, Lane<false>& out) {
-  const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+// Widens (fp32) or keeps (ha) the 4 halves of one 8-byte load; all-zero bits read as zeros in both modes.
+__device__ __forceinline__ void to_lane(uint2 u, Lane<false>& out) {
   const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
   const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
   out.v[0] = lo.x, out.v[1] = lo.y, out.v[2] = hi.x, out.v[3] = hi.y;
 }
-__device__ __forceinline__ void load_lane(const __half* p, Lane<true>& out) {
-  const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+__device__ __forceinline__ void to_lane(uint2 u, Lane<true>& out) {
   out.v[0] = *reinterpret_cast<const __half2*>(&u.x);
   out.v[1] = *reinterpret_cast<const __half2*>(&u.y);
-}
-__device__ __forceinline__ void zero_lane(Lane<false>& out) {
-#pragma unroll
-  for (int ch = 0; ch < kCpt; ++ch) out.v[ch] = 0.f;
-}
-__device__ __forceinline__ void zero_lane(Lane<true>& out) {
-#pragma unroll
-  for (int h = 0; h < kCpt / 2; ++h) out.v[h] = __half2half2(__ushort_as_half(0));
 }
 
 // A thread's sums: FP32 per (row, column, channel); ha adds the FP16 partials of the current run (unused in fp32).
@@ -163,30 +156,41 @@ struct TileSums {
   }
 };
 
-// X column xc of every row of the thread into ring slot `slot`; zero outside the image (padding).
-template <int kTw, int kNr, bool kHa>
-__device__ __forceinline__ void load_column(Lane<kHa> (&win)[kNr][kTw], int slot, const RowPtrs<kNr>& r, int xc,
-                                            const TiledArgs& a) {
-  const bool col_ok = static_cast<unsigned>(xc) < static_cast<unsigned>(a.iw);
-#pragma unroll
-  for (int k = 0; k < kNr; ++k) {
-    if (col_ok && r.ok[k])
-      load_lane(a.x + (r.x[k] + xc * a.c), win[k][slot]);  // 0 <= xc < IW: the sum stays below x_elems
-    else
-      zero_lane(win[k][slot]);
-  }
+// The raw loads of one step: X column xc of each of the thread's rows (zero bits outside the image: padding) and
+// dY column `col`.
+template <int kNr>
+struct StepLoads {
+  uint2 x[kNr];
+  uint2 d;
+};
+
+template <int kNr>
+__device__ __forceinline__ uint2 load_x(const RowPtrs<kNr>& r, int k, int xc, const TiledArgs& a) {
+  if (static_cast<unsigned>(xc) < static_cast<unsigned>(a.iw) && r.ok[k])
+    return __ldg(reinterpret_cast<const uint2*>(a.x + (r.x[k] + xc * a.c)));  // 0 <= xc < IW: below x_elems
+  return make_uint2(0u, 0u);
 }
 
-// dY column s0 + col, ring phase (col % TW) given as `phase`. Invariant (proof in slide_row): before the step, slot
-// (phase + j) % TW holds X column xc0 + col + j for j < TW-1; the step loads tap TW-1's column into the last slot.
-// ha: the run of the emulation ends after dY column s0 + col when (s0 + col + 1) % 32 == 0 (s0 % 32 == 0) or at the
-// strip's end (col + 1 == count), so the partials are flushed there.
+template <int kNr>
+__device__ __forceinline__ StepLoads<kNr> fetch_step(const RowPtrs<kNr>& r, int col, int xc, const TiledArgs& a) {
+  StepLoads<kNr> v;
+#pragma unroll
+  for (int k = 0; k < kNr; ++k) v.x[k] = load_x(r, k, xc, a);
+  v.d = __ldg(reinterpret_cast<const uint2*>(r.dy + col * a.c));  // col * C < OW * C: no int overflow
+  return v;
+}
+
+// dY column s0 + col, ring phase (col % TW) given as `phase`, its loads already in `v`. Invariant (proof in
+// slide_row): before the step, slot (phase + j) % TW holds X column xc0 + col + j for j < TW-1; the step puts tap
+// TW-1's column (v.x) into the last slot. ha: the run of the emulation ends after dY column s0 + col when
+// (s0 + col + 1) % 32 == 0 (s0 % 32 == 0) or at the strip's end (col + 1 == count), so the partials are flushed there.
 template <int kTw, int kNr, bool kHa>
-__device__ __forceinline__ void step(TileSums<kTw, kNr, kHa>& st, Lane<kHa> (&win)[kNr][kTw], const RowPtrs<kNr>& r,
-                                     int col, int phase, int count, const TiledArgs& a) {
-  load_column<kTw, kNr, kHa>(win, (phase + kTw - 1) % kTw, r, r.xc0 + col + kTw - 1, a);
+__device__ __forceinline__ void step(TileSums<kTw, kNr, kHa>& st, Lane<kHa> (&win)[kNr][kTw],
+                                     const StepLoads<kNr>& v, int col, int phase, int count) {
+#pragma unroll
+  for (int k = 0; k < kNr; ++k) to_lane(v.x[k], win[k][(phase + kTw - 1) % kTw]);
   Lane<kHa> d;
-  load_lane(r.dy + col * a.c, d);  // col * C < OW * C: no int overflow
+  to_lane(v.d, d);
   if constexpr (kHa) {
 #pragma unroll
     for (int k = 0; k < kNr; ++k)
@@ -220,15 +224,23 @@ __device__ __forceinline__ void slide_row(TileSums<kTw, kNr, kHa>& st, const Row
   static_assert(kU % kTw == 0, "the ring phase of step s must be s % TW");
   Lane<kHa> win[kNr][kTw];
 #pragma unroll
-  for (int t = 0; t + 1 < kTw; ++t) load_column<kTw, kNr, kHa>(win, t, r, r.xc0 + t, a);
+  for (int t = 0; t + 1 < kTw; ++t)
+#pragma unroll
+    for (int k = 0; k < kNr; ++k) to_lane(load_x(r, k, r.xc0 + t, a), win[k][t]);
   int col = 0;
   for (; col + kU <= count; col += kU) {
+    // All loads of the block first, then its FMAs: kU steps of loads in flight hide the L1/L2 latency (written
+    // load-by-step, ptxas interleaved them with the FMAs here and the kernel stalled on every step's loads).
+    StepLoads<kNr> v[kU];
 #pragma unroll
-    for (int s = 0; s < kU; ++s) step<kTw, kNr, kHa>(st, win, r, col + s, s % kTw, count, a);
+    for (int s = 0; s < kU; ++s) v[s] = fetch_step(r, col + s, r.xc0 + col + s + kTw - 1, a);
+#pragma unroll
+    for (int s = 0; s < kU; ++s) step<kTw, kNr, kHa>(st, win, v[s], col + s, s % kTw, count);
   }
 #pragma unroll
   for (int s = 0; s < kU; ++s)
-    if (col + s < count) step<kTw, kNr, kHa>(st, win, r, col + s, s % kTw, count, a);
+    if (col + s < count) step<kTw, kNr, kHa>(st, win, fetch_step(r, col + s, r.xc0 + col + s + kTw - 1, a), col + s,
+                                             s % kTw, count);
 }
 
 // Thread (tile, r_off, cg): filter rows [i_lo, i_lo + nr) x columns [j0, j0 + TW) of its tile, channels
