@@ -207,7 +207,7 @@ void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, Fi
   CNN_CHECK(p.oh() == p.ih && p.ow() == p.iw, "dwconv-bench: expected OH = IH and OW = IW, got ", p.str());
   row.reps = ctx.opts.reps;
   row.path = dwconv::dwconv_path_name(op, p, ctx.opts.dtype, ctx.opts.bfc_accum);
-  row.tolerance = check_tolerance(ctx.opts.dtype, op, ctx.opts.bfc_accum);
+  row.tolerance = check_tolerance(ctx.opts.dtype, op, ctx.opts.bfc_accum, p.fh * p.fw);
   const RunFn run = flash_run(op, p, m, f, ctx.opts, ctx.stream);
   const Timing t = time_runs(run, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
   row.ms = t.median_ms;

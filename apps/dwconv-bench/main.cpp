@@ -54,9 +54,11 @@ void print_header(const BenchOptions& opts) {
             << ", stride 1, 'same' padding, " << opts.warmup << " warm-up + median of " << opts.reps
             << " runs (CUDA events), inputs rotated past 2x L2; seeds x " << kXSeed << ", dy " << kDySeed << ", w "
             << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance (max rel) " << check_tolerance()
-            << (opts.dtype == DType::f16 && opts.bfc_accum == dwconv::BfcAccum::ha
-                    ? str_cat(" (bfc ha ", check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter,
-                                                           opts.bfc_accum), ")")
+            << (opts.dtype == DType::f16
+                    ? str_cat(" (f16 fwd/bdc: + ", check_tolerance(opts.dtype, dwconv::DwconvOp::forward,
+                                                                  opts.bfc_accum, 1) - check_tolerance(),
+                              " per filter tap, tensor-core accumulation; bfc ",
+                              check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
                     : std::string())
             << (opts.check ? "" : " (check off)") << (opts.cudnn ? "" : "; cuDNN off") << '\n';
 }

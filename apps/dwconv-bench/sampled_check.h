@@ -25,8 +25,9 @@ struct CheckResult {
 
 // Largest max_rel a correct FP32 kernel may show (see sampled_check.cpp for the estimate).
 double check_tolerance();
-// Same for a data type / op / FP16 backward-filter accumulation (FP32: check_tolerance()).
-double check_tolerance(DType dtype, dwconv::DwconvOp op, dwconv::BfcAccum accum);
+// Same for a data type / op / FP16 backward-filter accumulation and filter of `taps` = FH*FW taps (FP32:
+// check_tolerance(); FP16 forward/backward-data add a tensor-core accumulation term per tap).
+double check_tolerance(DType dtype, dwconv::DwconvOp op, dwconv::BfcAccum accum, int taps);
 
 CheckResult check_forward(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& y,
                           const dwconv::DwconvParams& p, uint64_t seed);

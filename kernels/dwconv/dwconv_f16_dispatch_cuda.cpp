@@ -1,9 +1,8 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
 // tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
 // T<theta> beyond), the CUDA-core FP16 kernel for FW <= 5,
-// generic direct kernels otherwise; backward-filter on CUDA cores (FP32 accumulation with FH, FW <= 7 at stride 1:
-// the small-filter kernel; otherwise, and for hybrid accumulation, the general one). CNN_DWCONV_VERBOSE=1 logs each
-// new choice.
+// generic direct kernels otherwise; backward-filter on CUDA cores (stride 1, C % 4 == 0, 8-byte aligned: the tiled
+// kernel, both accumulation modes; otherwise the row-warp kernel). CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
 #include <cstdlib>
 
@@ -28,6 +27,30 @@ const std::string& forced_path() {
     return s;
   }();
   return value;
+}
+
+enum class BfcPath { tiled, row_warp };
+
+// CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the kernels
+// on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback.
+BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
+  static const std::string forced = [] {
+    const char* v = std::getenv("CNN_DWCONV_F16_BFC_PATH");
+    const std::string s = v ? v : "auto";
+    CNN_CHECK(s == "auto" || s == "tiled" || s == "rowwarp",
+              "CNN_DWCONV_F16_BFC_PATH: expected auto, tiled or rowwarp, got '", s, "'");
+    return s;
+  }();
+  if (forced == "rowwarp") return BfcPath::row_warp;
+  const bool tiled_ok = bfc_f16_tiled_supports(p, x, dy);
+  CNN_CHECK(tiled_ok || forced != "tiled",
+            "CNN_DWCONV_F16_BFC_PATH=tiled: needs stride 1, C % 4 == 0 and 8-byte aligned tensors, got ", p.str());
+  return tiled_ok ? BfcPath::tiled : BfcPath::row_warp;
+}
+
+std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
+  if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
+  return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
 
 // Tensor cores pay off once a filter row has more than 3 taps (the source measured CUDA cores competitive only at
@@ -129,13 +152,12 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   check_pointers("dwconv_backward_filter_cuda(f16)", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
-  if (accum == BfcAccum::fp32 && bfc_f16_small_supports(p, x, dy)) {
-    if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_small_path_name(p, BfcF16SmallForce{}));
-    launch_dwconv_bfc_f16_small(x, dy, dw, p, BfcF16SmallForce{}, stream);
-    return;
-  }
-  if (dwconv_verbose()) log_path_once("bfc", p, dwconv_bfc_f16_path_name(p, accum, BfcF16Force{}));
-  launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
+  const BfcPath path = choose_bfc(p, x, dy);
+  if (dwconv_verbose()) log_path_once("bfc", p, bfc_path_name(path, p, accum));
+  if (path == BfcPath::tiled)
+    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
+  else
+    launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
 }
 
 std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, BfcAccum accum) {
@@ -146,10 +168,7 @@ std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, Bf
   switch (op) {
     case DwconvOp::forward: return forward_path_f16(p, true);
     case DwconvOp::backward_data: return backward_data_path_f16(p, true);
-    case DwconvOp::backward_filter:
-      if (accum == BfcAccum::fp32 && bfc_f16_small_supports(p, nullptr, nullptr))
-        return dwconv_bfc_f16_small_path_name(p, BfcF16SmallForce{});
-      return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
+    case DwconvOp::backward_filter: return bfc_path_name(choose_bfc(p, nullptr, nullptr), p, accum);
   }
   return "unknown";
 }

@@ -37,7 +37,9 @@ void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const 
 void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
                                             bool vec8, cudaStream_t stream);
 
-// ---- Backward-filter (dwconv_f16_bfc.cu): CUDA-core, 2 channels per lane (half2), FP32 or hybrid accumulation.
+// ---- Backward-filter (dwconv_f16_bfc.cu), the row-warp kernel: any stride, C, alignment; 2 channels per lane
+// (half2), FP32 or hybrid accumulation. The dispatcher runs it where the tiled kernel below cannot (stride > 1,
+// C % 4 != 0, unaligned pointers).
 struct BfcF16Force {
   int tm = 0;  // > 0: every column tile this wide (1..9) instead of the planner's 9s plus one remainder tile
   int z = 0;   // > 0: this many accumulation chunks (clamped to N*OH)
@@ -46,17 +48,17 @@ void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const D
                            const BfcF16Force& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force);
 
-// ---- Backward-filter for small filters (dwconv_f16_bfc_small.cu), FP32 accumulation only: stride 1, FH, FW <=
-// kBfcSmallMaxF, C % 4 == 0, x and dy 8-byte aligned (null counts as aligned, for path names). 4 channels x a group
-// of filter rows x all FW taps per thread, sliding along dY rows; block reduction, one atomic per (tap, channel).
-inline constexpr int kBfcSmallMaxF = 7;
-struct BfcF16SmallForce {
+// ---- Backward-filter at stride 1, any filter (dwconv_f16_bfc_tiled.cu), FP32 or hybrid accumulation: C % 4 == 0,
+// x and dy 8-byte aligned (null counts as aligned, for path names). Thread = 4 channels x a tile of filter rows x
+// <= 7 filter columns, sliding along dY rows; one global atomic per (tap, channel) per block. ha follows the
+// emulation's runs exactly (strips start at multiples of kBfcHaRun).
+struct BfcF16TiledForce {
   int z = 0;      // > 0: this many accumulation chunks of block steps (clamped to the number of steps)
-  int strip = 0;  // > 0: dY column strips this wide (clamped to OW)
+  int strip = 0;  // > 0: dY column strips this wide (clamped to OW; ha: a multiple of kBfcHaRun unless >= OW)
 };
-bool bfc_f16_small_supports(const DwconvParams& p, const void* x, const void* dy);
-void launch_dwconv_bfc_f16_small(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
-                                 const BfcF16SmallForce& force, cudaStream_t stream);
-std::string dwconv_bfc_f16_small_path_name(const DwconvParams& p, const BfcF16SmallForce& force);
+bool bfc_f16_tiled_supports(const DwconvParams& p, const void* x, const void* dy);
+void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                                 const BfcF16TiledForce& force, cudaStream_t stream);
+std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force);
 
 }  // namespace cnn::dwconv

@@ -2,8 +2,9 @@
 // stride 1, forward and backward-data (filter read rotated by 180 degrees). NHWC maps, (FH, FW, C) filter,
 // C % 8 == 0, 16-byte aligned pointers, FW <= 8 * kMaxGamma. Design and measurements: docs/dwconv-fp16.md.
 //
-// Per channel, one m16n8k16 MMA computes 16 output rows x 8 output columns over a 16-column input window and 8
-// filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band 0 <= k - n < 8, else 0.
+// Per channel, two m16n8k8 MMAs (k = 0..7, 8..15) compute 16 output rows x 8 output columns over a 16-column input
+// window and 8 filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band
+// 0 <= k - n < 8, else 0.
 // With fragments of 8 taps, the window of output block q at fragment f starts at column 8(q + f): moving to the next
 // fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
 // filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
@@ -52,14 +53,15 @@ struct RingArgs {
 
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
 
-// D += A * B, m16n8k16, FP16 operands, FP32 accumulators (PTX ISA fragment layouts: A {A[g][2t..]}, {A[g+8][2t..]},
-// {A[g][2t+8..]}, {A[g+8][2t+8..]}; B {B[2t..][g]}, {B[2t+8..][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}).
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                             unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+// D += A * B, m16n8k8, FP16 operands, FP32 accumulators (PTX ISA fragment layouts: A {A[g][2t..2t+1]},
+// {A[g+8][2t..2t+1]}; B {B[2t..2t+1][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}). Two k8 MMAs per fragment instead
+// of one k16: a k16 A operand is a register quad {block s, block s+1}, and block s+1 is also the low half of the
+// next block's quad, so k16 forces register copies (measured in SASS: 169 moves per 64 HMMA.16816); a k8 A operand
+// is one block's own register pair, used in place.
+__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(b));
 }
 
 // One input block as A operand halves for the warp's 4 channels: r[c] = (x[p][c], x[p+1][c]) of row g and
@@ -171,8 +173,10 @@ __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2*
     for (int q = 0; q < kQ; ++q)
 #pragma unroll
       for (int c = 0; c < 4; ++c)
-        mma_m16n8k16(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c],
-                     b0[c], b1[c]);
+      {
+        mma_m16n8k8(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], b0[c]);
+        mma_m16n8k8(acc[q][c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c], b1[c]);
+      }
   }
 }
 

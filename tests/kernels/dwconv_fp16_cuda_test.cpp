@@ -273,33 +273,49 @@ TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
     }
 }
 
-// The small-filter backward-filter kernel, launched directly (through the dispatcher a fallback to the general
-// kernel would pass unnoticed), with the planner's split and with forced Z chunks and column strips; dW poisoned.
-void check_bfc_small(const Case& k, uint64_t seed) {
+// The tiled backward-filter kernel, launched directly (through the dispatcher a fallback to the row-warp kernel
+// would pass unnoticed), in both accumulation modes, with the planner's split and with forced Z chunks and column
+// strips (ha: strips of whole runs); dW poisoned before each run.
+void check_bfc_tiled(const Case& k, uint64_t seed) {
   const DwconvParams p = k.params();
-  ASSERT_TRUE(bfc_f16_small_supports(p, nullptr, nullptr)) << p.str();
+  ASSERT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
   const HalfData d = f16test::make_data(p, seed);
   const f16test::References ref = f16test::references(p, d);
   DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
   DeviceArray<float> dw(p.w_elems());
   x.upload(d.x.data()), dy.upload(d.dy.data());
   const double l_terms = double(p.n) * p.oh() * p.ow();
-  for (const BfcF16SmallForce force : {BfcF16SmallForce{}, BfcF16SmallForce{3, 5}, BfcF16SmallForce{1000000, 1}}) {
-    dw.poison();
-    launch_dwconv_bfc_f16_small(x.get(), dy.get(), dw.get(), p, force, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::vector<float> got_f = dw.download<float>();
-    const std::vector<double> got(got_f.begin(), got_f.end());
-    const std::string name =
-        dwconv_bfc_f16_small_path_name(p, force) + " " + p.str() + " seed=" + std::to_string(seed);
-    // FP32 sums of exact FP16 products: per-thread FMA chains, a shared-memory sum and one atomic per block.
-    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-    f16test::expect_ok(st, name);
-    EXPECT_LE(st.mare, kMareBound) << name;
+  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    const bool ha = accum == BfcAccum::ha;
+    const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
+                                       BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
+    for (const BfcF16TiledForce& force : forces) {
+      dw.poison();
+      launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+      const std::vector<float> got_f = dw.download<float>();
+      const std::vector<double> got(got_f.begin(), got_f.end());
+      const std::string name =
+          dwconv_bfc_f16_tiled_path_name(p, accum, force) + " " + p.str() + " seed=" + std::to_string(seed);
+      if (!ha) {
+        // FP32 sums of exact FP16 products: per-thread FMA chains, a shared-memory sum and one atomic per block.
+        const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+        f16test::expect_ok(st, name);
+        EXPECT_LE(st.mare, kMareBound) << name;
+        continue;
+      }
+      // The emulation's FP16 runs exactly; only the FP32 merges differ: run partials (<= runs), the block's shared
+      // sum (<= rows) and one atomic per block and strip (<= runs, strips being whole runs), one rounding each.
+      const double merges = 2 * runs + rows + 2;
+      f16test::expect_ok(
+          f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
+      f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+    }
   }
 }
 
-TEST(DwconvFp16Gpu, BackwardFilterSmallKernelAwkwardShapes) {
+TEST(DwconvFp16Gpu, BackwardFilterTiledKernelSmallFilters) {
   SKIP_WITHOUT_GPU();
   uint64_t seed = 7300;
   for (const Case& k : {
@@ -308,7 +324,7 @@ TEST(DwconvFp16Gpu, BackwardFilterSmallKernelAwkwardShapes) {
            same(1, 5, 5, 136, 5, 5),                 // two channel slices
            same(3, 17, 34, 72, 3, 3),                // R = 28 row slots of 18 channel groups
            same(1, 17, 34, 1032, 7, 7),              // 9 channel slices of 29 groups (last partial)
-           same(3, 33, 70, 8, 5, 5),                 // C = 8: two channel groups, many row slots
+           same(3, 33, 70, 8, 5, 5),                 // C = 8: two channel groups, many row slots; 3 ha runs per row
            Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},    // even filter height, asymmetric padding
            Case{1, 17, 34, 72, 3, 7, 1, 1, 0, 0, 0, 0},   // zero padding (output smaller than input)
            Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},  // pads beyond the filter reach: output larger than input
@@ -322,32 +338,68 @@ TEST(DwconvFp16Gpu, BackwardFilterSmallKernelAwkwardShapes) {
            same(1, 17, 34, 72, 5, 2),                      // FW 2: row groups of 2 and 3 rows
            Case{1, 17, 34, 72, 7, 1, 1, 1, 1, 5, 0, 0},    // FW 1: row groups of 3 and 4 rows
        })
-    check_bfc_small(k, seed++);
+    check_bfc_tiled(k, seed++);
+}
+
+// Wide filters: several column tiles (the last one masked past FW), and beyond 16 tiles blocks that each hold a band
+// of tiles and add their sums straight into dW. Rows of 70 and 117 columns: several ha runs, the last one short.
+TEST(DwconvFp16Gpu, BackwardFilterTiledKernelWideFilters) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 7500;
+  for (const Case& k : {
+           same(1, 17, 34, 72, 9, 9),                       // 2 column tiles of 5 (one padded column)
+           same(3, 17, 34, 8, 13, 13),                      // N=3, C = 8: 26 tiles of 7 columns in one block
+           same(1, 40, 70, 136, 17, 17),                    // tiles of 6, two channel slices, 3 ha runs per row
+           same(1, 17, 34, 72, 31, 31),                     // tiles of 2 x 4, 5 blocks of tiles
+           same(1, 17, 34, 72, 51, 51),                     // 338 tiles in 13 blocks, most taps in the padding
+           same(1, 17, 34, 72, 51, 5),                      // tall: 51 row tiles of one row
+           same(1, 17, 34, 72, 5, 51),                      // wide: 13 column tiles of 4
+           same(3, 40, 70, 72, 13, 3),                      // tall narrow: shared sums, row groups of 2 and 3
+           Case{1, 5, 5, 136, 9, 9, 1, 1, 4, 4, 4, 4},      // 5x5 image, filter larger than the image
+           Case{1, 2, 5, 8, 9, 13, 1, 1, 10, 3, 14, 1},     // padding past the filter's reach, H = 2
+           Case{3, 1, 1, 72, 9, 9, 1, 1, 4, 4, 4, 4},       // 1x1 images
+           Case{1, 17, 34, 72, 13, 13, 1, 1, 0, 12, 7, 2},  // asymmetric padding
+           Case{1, 17, 1, 8, 17, 9, 1, 1, 8, 8, 4, 4},      // W = 1
+           same(1, 40, 70, 8, 31, 31),                      // C = 8: 128 tiles in one block of 256 threads
+           Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: 4 ha runs per row, the last of 21 columns
+       })
+    check_bfc_tiled(k, seed++);
 }
 
 // Enough dY rows x columns for several Z chunks and (on small maps) column strips under the planner's own split.
-TEST(DwconvFp16Gpu, BackwardFilterSmallKernelManyChunks) {
+TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
   SKIP_WITHOUT_GPU();
-  check_bfc_small(same(3, 64, 96, 72, 3, 3), 7400);
-  check_bfc_small(same(2, 48, 80, 128, 5, 5), 7401);
-  check_bfc_small(same(4, 32, 32, 256, 7, 7), 7402);
+  check_bfc_tiled(same(3, 64, 96, 72, 3, 3), 7400);
+  check_bfc_tiled(same(2, 48, 80, 128, 5, 5), 7401);
+  check_bfc_tiled(same(4, 32, 32, 256, 7, 7), 7402);
+  check_bfc_tiled(same(2, 48, 80, 128, 9, 9), 7403);
+  check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
 }
 
-// The dispatcher takes the small-filter kernel for FP32 accumulation exactly when it supports the shape.
-TEST(DwconvFp16CudaEntry, BackwardFilterPathNamesTheSmallKernel) {
+// The dispatcher takes the tiled kernel in both accumulation modes exactly when it supports the shape; ha strips
+// must be whole runs.
+TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
   SKIP_WITHOUT_GPU();
-  const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
-  EXPECT_NE(dwconv_path_name(DwconvOp::backward_filter, small, DType::f16, BfcAccum::fp32).find("small"),
-            std::string::npos);
-  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, small, DType::f16, BfcAccum::ha).find("small"),
-            std::string::npos);
-  const DwconvParams wide = same(1, 17, 34, 72, 3, 9).params();
-  EXPECT_FALSE(bfc_f16_small_supports(wide, nullptr, nullptr));
-  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, wide, DType::f16, BfcAccum::fp32).find("small"),
-            std::string::npos);
+  for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51)}) {
+    const DwconvParams p = k.params();
+    EXPECT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
+    for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+      const std::string path = dwconv_path_name(DwconvOp::backward_filter, p, DType::f16, accum);
+      EXPECT_NE(path.find(std::string("bfc f16 ") + bfc_accum_name(accum) + " tiled"), std::string::npos) << path;
+    }
+  }
   const DwconvParams strided = Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params();
-  EXPECT_FALSE(bfc_f16_small_supports(strided, nullptr, nullptr));
-  EXPECT_FALSE(bfc_f16_small_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
+  EXPECT_FALSE(bfc_f16_tiled_supports(strided, nullptr, nullptr));
+  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, strided, DType::f16, BfcAccum::ha).find("tiled"),
+            std::string::npos);
+  const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
+  EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
+  EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
+  DeviceArray<__half> x(small.x_elems()), dy(small.y_elems());
+  DeviceArray<float> dw(small.w_elems());
+  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcF16TiledForce{0, 20},
+                                           nullptr),
+               cnn::Error);
 }
 
 TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
