@@ -1,10 +1,12 @@
 // CUDA-core FP16 depthwise kernels (FP16 data, FP32 accumulation, FP16 outputs rounded once): a register-tiled
-// kernel for narrow filters (FW <= 5, stride 1) and generic direct kernels for every stride, padding, C and
-// alignment. NHWC maps, (FH, FW, C) filter. Reference: dwconv_forward_reference / dwconv_backward_data_reference.
+// kernel for narrow filters (FW <= 5, stride 1), and the shared direct kernels (dwconv_direct.cuh) on groups of 8
+// or 1 halves for every stride, padding, C and alignment. NHWC maps, (FH, FW, C) filter. Reference:
+// dwconv_forward_reference / dwconv_backward_data_reference.
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "kernels/dwconv/dwconv_direct.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
@@ -31,116 +33,25 @@ __device__ __forceinline__ uint4 narrow8(const float (&f)[8]) {
   return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
-// Channel group of kVec consecutive channels: load (widened), accumulate, store (narrowed).
-template <int kVec>
-struct Group {
-  float v[kVec];
-  __device__ void zero() {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = 0.f;
-  }
+// kWidth FP16 channels, summed in FP32: 16-byte loads and stores for 8, scalar for 1.
+template <int kWidth>
+struct HalfGroup : direct::GroupSums<kWidth> {
+  static_assert(kWidth == 1 || kWidth == 8, "FP16 groups are 8 halves or 1");
+  using Elem = __half;
+  static constexpr int kVec = kWidth;
   __device__ void load(const __half* p) {
-    if constexpr (kVec == 8) {
-      widen8(__ldg(reinterpret_cast<const uint4*>(p)), v);
-    } else {
-      v[0] = __half2float(p[0]);
-    }
-  }
-  __device__ void fma(const Group& x, const Group& w) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = fmaf(x.v[e], w.v[e], v[e]);
-  }
-  __device__ void add(const Group& b) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] += b.v[e];
+    if constexpr (kVec == 8)
+      widen8(__ldg(reinterpret_cast<const uint4*>(p)), this->v);
+    else
+      this->v[0] = __half2float(p[0]);
   }
   __device__ void store(__half* p) const {
-    if constexpr (kVec == 8) {
-      *reinterpret_cast<uint4*>(p) = narrow8(v);
-    } else {
-      p[0] = __float2half_rn(v[0]);
-    }
+    if constexpr (kVec == 8)
+      *reinterpret_cast<uint4*>(p) = narrow8(this->v);
+    else
+      p[0] = __float2half_rn(this->v[0]);
   }
 };
-
-constexpr int kDirectThreads = 256;
-
-// dst[n,oh,ow,c] = bias[c] + sum_{i,j} src[n, oh*sh + i - pt, ow*sw + j - pl, c] * W(i,j,c), W rotated if flip.
-template <int kVec>
-__global__ void __launch_bounds__(kDirectThreads) dwconv_direct_f16_forward_kernel(const __half* __restrict__ src,
-                                                                                   const __half* __restrict__ w,
-                                                                                   const __half* __restrict__ bias,
-                                                                                   __half* __restrict__ dst,
-                                                                                   ConvGeometry g) {
-  const int groups = g.c / kVec;
-  const long long total = static_cast<long long>(g.n) * g.out_h * g.out_w * groups;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(e % groups) * kVec;
-    long long pos = e / groups;
-    const int ow = static_cast<int>(pos % g.out_w);
-    pos /= g.out_w;
-    const int oh = static_cast<int>(pos % g.out_h);
-    const int n = static_cast<int>(pos / g.out_h);
-    Group<kVec> acc, xv, wv;
-    acc.zero();
-    for (int i = 0; i < g.fh; ++i) {
-      const int r = oh * g.stride_h + i - g.pad_t;
-      if (r < 0 || r >= g.in_h) continue;
-      const int wi = g.flip ? g.fh - 1 - i : i;
-      const __half* src_row = src + ((static_cast<long long>(n) * g.in_h + r) * g.in_w) * g.c + c;
-      for (int j = 0; j < g.fw; ++j) {
-        const int col = ow * g.stride_w + j - g.pad_l;
-        if (col < 0 || col >= g.in_w) continue;
-        const int wj = g.flip ? g.fw - 1 - j : j;
-        xv.load(src_row + static_cast<long long>(col) * g.c);
-        wv.load(w + (static_cast<long long>(wi) * g.fw + wj) * g.c + c);
-        acc.fma(xv, wv);
-      }
-    }
-    if (bias) {
-      Group<kVec> b;
-      b.load(bias + c);
-      acc.add(b);
-    }
-    acc.store(dst + e * kVec);
-  }
-}
-
-// Strided backward-data as a gather over the taps with (h+pT-i) % sH == 0 and (w+pL-j) % sW == 0 (see the FP32
-// twin in dwconv_direct.cu); rows/columns no window covers get zero.
-template <int kVec>
-__global__ void __launch_bounds__(kDirectThreads) dwconv_direct_f16_backward_data_kernel(
-    const __half* __restrict__ dy, const __half* __restrict__ w, __half* __restrict__ dx, DwconvParams p, int oh_n,
-    int ow_n) {
-  const int groups = p.c / kVec;
-  const long long total = static_cast<long long>(p.n) * p.ih * p.iw * groups;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(e % groups) * kVec;
-    long long pos = e / groups;
-    const int x = static_cast<int>(pos % p.iw);
-    pos /= p.iw;
-    const int h = static_cast<int>(pos % p.ih);
-    const int n = static_cast<int>(pos / p.ih);
-    Group<kVec> acc, dv, wv;
-    acc.zero();
-    const int hp = h + p.pad_top, xp = x + p.pad_left;
-    for (int i = hp % p.stride_h; i < p.fh && i <= hp; i += p.stride_h) {
-      const int oh = (hp - i) / p.stride_h;
-      if (oh >= oh_n) continue;
-      const __half* dy_row = dy + ((static_cast<long long>(n) * oh_n + oh) * ow_n) * p.c + c;
-      for (int j = xp % p.stride_w; j < p.fw && j <= xp; j += p.stride_w) {
-        const int ow = (xp - j) / p.stride_w;
-        if (ow >= ow_n) continue;
-        dv.load(dy_row + static_cast<long long>(ow) * p.c);
-        wv.load(w + (static_cast<long long>(i) * p.fw + j) * p.c + c);
-        acc.fma(dv, wv);
-      }
-    }
-    acc.store(dx + e * kVec);
-  }
-}
 
 // ---- Register-tiled CUDA-core kernel for FW <= 5 ------------------------------------------------------------
 // Block: 128 threads, 64 channels (8 lanes x 8 halves = one 128-byte segment per position); lane l owns channels
@@ -235,34 +146,24 @@ __global__ void __launch_bounds__(kCcThreads) dwconv_cc_f16_kernel(const CcArgs 
   }
 }
 
-unsigned direct_grid(long long work) { return cnn::grid_for(work, kDirectThreads, kDirectMaxBlocks); }
-
 int cc_groups_per_row(int out_w) { return out_w >= 4 * kCcTM ? 4 : (out_w >= 2 * kCcTM ? 2 : 1); }
 
 }  // namespace
 
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream) {
-  const long long work = static_cast<long long>(g.n) * g.out_h * g.out_w * g.c / (vec8 ? 8 : 1);
-  if (work == 0) return;
   if (vec8)
-    dwconv_direct_f16_forward_kernel<8><<<direct_grid(work), kDirectThreads, 0, stream>>>(src, w, bias, dst, g);
+    direct::launch_forward<HalfGroup<8>>(src, w, bias, dst, g, stream);
   else
-    dwconv_direct_f16_forward_kernel<1><<<direct_grid(work), kDirectThreads, 0, stream>>>(src, w, bias, dst, g);
-  CNN_CHECK_LAUNCH("dwconv_direct_f16_forward_kernel");
+    direct::launch_forward<HalfGroup<1>>(src, w, bias, dst, g, stream);
 }
 
 void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
                                             bool vec8, cudaStream_t stream) {
-  const long long work = p.x_elems() / (vec8 ? 8 : 1);
-  if (work == 0) return;
   if (vec8)
-    dwconv_direct_f16_backward_data_kernel<8><<<direct_grid(work), kDirectThreads, 0, stream>>>(dy, w, dx, p, p.oh(),
-                                                                                                p.ow());
+    direct::launch_backward_data<HalfGroup<8>>(dy, w, dx, p, stream);
   else
-    dwconv_direct_f16_backward_data_kernel<1><<<direct_grid(work), kDirectThreads, 0, stream>>>(dy, w, dx, p, p.oh(),
-                                                                                                p.ow());
-  CNN_CHECK_LAUNCH("dwconv_direct_f16_backward_data_kernel");
+    direct::launch_backward_data<HalfGroup<1>>(dy, w, dx, p, stream);
 }
 
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,

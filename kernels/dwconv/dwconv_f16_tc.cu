@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/mma.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
@@ -105,14 +106,6 @@ __device__ __forceinline__ uint4 lds128(const __half* p) { return *reinterpret_c
 
 __device__ __forceinline__ unsigned word(const uint4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
 
-// D += A * B with A 16x8 (row), B 8x8 (col), FP16 operands, FP32 accumulators (PTX ISA fragment layouts:
-// A regs {A[g][2t..2t+1]}, {A[g+8][2t..2t+1]}; B reg {B[2t..2t+1][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}).
-__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(b));
-}
-
 // One GEMM half for the warp's 16 channels: kHalf 0 = GEMM1 (k = 0..7: buffers q, filter p[0..14]), 1 = GEMM2
 // (k = 8..15: buffers q+1, p[8..22]). Lane (g, t) needs, per channel, A rows g and g+8 at k = 2t, 2t+1 and
 // B[k][g] = p[k + 7 - g] at the same k: six 128-bit loads give them for 8 channels, and byte permutes pair the two
@@ -144,7 +137,7 @@ __device__ __forceinline__ void gemm_half(float (&acc)[16][4], const __half* xs,
       const unsigned a0 = __byte_perm(word(xa0, c >> 1), word(xa1, c >> 1), sel);
       const unsigned a1 = __byte_perm(word(xb0, c >> 1), word(xb1, c >> 1), sel);
       const unsigned b = __byte_perm(word(pa, c >> 1), word(pb, c >> 1), sel);
-      mma_m16n8k8(acc[8 * cg + c], a0, a1, b);
+      cuda::mma_m16n8k8(acc[8 * cg + c], a0, a1, b);
     }
   }
 }

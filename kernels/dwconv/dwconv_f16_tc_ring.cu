@@ -4,7 +4,9 @@
 //
 // Per channel, two m16n8k8 MMAs (k = 0..7, 8..15) compute 16 output rows x 8 output columns over a 16-column input
 // window and 8 filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band
-// 0 <= k - n < 8, else 0.
+// 0 <= k - n < 8, else 0. Two k8 MMAs rather than one k16: a k16 A operand is the register quad {block s, block
+// s+1}, and block s+1 is also the low half of the next block's quad, so k16 forced register copies (169 moves per 64
+// HMMA.16816 in the SASS); a k8 A operand is one block's own register pair, used in place.
 // With fragments of 8 taps, the window of output block q at fragment f starts at column 8(q + f): moving to the next
 // fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
 // filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
@@ -14,6 +16,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/mma.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
@@ -52,17 +55,6 @@ struct RingArgs {
 };
 
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
-
-// D += A * B, m16n8k8, FP16 operands, FP32 accumulators (PTX ISA fragment layouts: A {A[g][2t..2t+1]},
-// {A[g+8][2t..2t+1]}; B {B[2t..2t+1][g]}; D {D[g][2t..2t+1]}, {D[g+8][2t..2t+1]}). Two k8 MMAs per fragment instead
-// of one k16: a k16 A operand is a register quad {block s, block s+1}, and block s+1 is also the low half of the
-// next block's quad, so k16 forces register copies (measured in SASS: 169 moves per 64 HMMA.16816); a k8 A operand
-// is one block's own register pair, used in place.
-__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(b));
-}
 
 // One input block as A operand halves for the warp's 4 channels: r[c] = (x[p][c], x[p+1][c]) of row g and
 // r[4 + c] the same of row g+8, p = 8*block + 2t. One LDS.128 per row gives positions p, p+1 of 4 channels.
@@ -180,8 +172,8 @@ __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2*
     for (int q = 0; q < kQ; ++q)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        mma_m16n8k8(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], b0[c]);
-        if (hi) mma_m16n8k8(acc[q][c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c], b1[c]);
+        cuda::mma_m16n8k8(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], b0[c]);
+        if (hi) cuda::mma_m16n8k8(acc[q][c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c], b1[c]);
       }
   }
 }
