@@ -146,26 +146,19 @@ struct RingTile {
   }
 };
 
-// The warp's MMAs of filter row i: kGamma fragments x kQ output blocks x 4 channels. The second k8 MMA of a
-// fragment holds its taps 1..7 (b1), so when the last fragment has tap 0 only (FW % 8 == 1: 9, 17, 25, ...),
-// `last_hi` is false and that fragment's second MMAs and the input block only they read are skipped: 1 of 2*kGamma
-// MMAs (17x17: a sixth).
+// The warp's MMAs of filter row i: kGamma fragments x kQ output blocks x 4 channels.
 template <int kQ, int kGamma>
 __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2* xs_grp, const uint2* taps, int i,
-                                            int g, int t, unsigned mask, bool last_hi) {
+                                            int g, int t, unsigned mask) {
   using S = RingShape<kQ, kGamma>;
   const uint2* row_g = xs_grp + ((i + g) % kRing) * S::kPitch;
   const uint2* row_g8 = xs_grp + ((i + g + 8) % kRing) * S::kPitch;
-  // Block b is first read by fragment b - kQ (its second MMAs, for q = kQ - 1); loaded one fragment ahead.
   Block blk[kQ + kGamma];
 #pragma unroll
-  for (int b = 0; b < kQ; ++b) load_block(blk[b], row_g, row_g8, 8 * b + 2 * t);
-  if (kGamma > 1 || last_hi) load_block(blk[kQ], row_g, row_g8, 8 * kQ + 2 * t);
+  for (int b = 0; b <= kQ; ++b) load_block(blk[b], row_g, row_g8, 8 * b + 2 * t);
 #pragma unroll
   for (int f = 0; f < kGamma; ++f) {
-    const bool hi = f + 1 < kGamma || last_hi;  // warp-uniform
-    if (f + 2 < kGamma || (f + 2 == kGamma && last_hi))
-      load_block(blk[f + kQ + 1], row_g, row_g8, 8 * (f + kQ + 1) + 2 * t);
+    if (f + kQ + 1 < kQ + kGamma) load_block(blk[f + kQ + 1], row_g, row_g8, 8 * (f + kQ + 1) + 2 * t);
     unsigned b0[4], b1[4];
     load_filter(b0, b1, taps, kFront + 8 * f + 2 * t - g, mask);
 #pragma unroll
@@ -173,7 +166,7 @@ __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2*
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         cuda::mma_m16n8k8(acc[q][c], blk[q + f].r[c], blk[q + f].r[4 + c], b0[c]);
-        if (hi) cuda::mma_m16n8k8(acc[q][c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c], b1[c]);
+        cuda::mma_m16n8k8(acc[q][c], blk[q + f + 1].r[c], blk[q + f + 1].r[4 + c], b1[c]);
       }
   }
 }
@@ -247,7 +240,6 @@ __global__ void __launch_bounds__(kThreads, 3) dwconv_tc_ring_f16_kernel(const R
 
   // Lane mask of the B band: low half valid when 2t >= g, high half when 2t + 1 >= g.
   const unsigned mask = (2 * t >= g ? 0x0000ffffu : 0u) | (2 * t + 1 >= g ? 0xffff0000u : 0u);
-  const bool last_hi = a.fw % 8 != 1;  // the last fragment has taps beyond its first (see compute_row)
 
   float acc[kQ][4][4];
 #pragma unroll
@@ -274,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 3) dwconv_tc_ring_f16_kernel(const R
     if (i + kRows + 1 < rho_end) tile.stage_row(i + kRows + 1);
     if (i + 2 < i_hi) tile.stage_filter(i + 2);
     cuda::cp_async_commit();
-    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTaps, i, g, t, mask, last_hi);
+    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTaps, i, g, t, mask);
   }
   cuda::cp_async_wait<0>();
   __syncthreads();  // the ring becomes the output tile
