@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 3, call 11: ring kernel without the FW % 8 == 1 skip (call 2 code) on the shared volatile mma wrapper: every kernel and layer GPU test, then
+# the ring and T kernels on 128x32x32x1024 against calls 2/7 (ring) and the second session (T).
+set -u
+L=/tmp/logs; mkdir -p $L; trap "tar -C /tmp -czf \$OUT/logs11.tgz logs" EXIT
+python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .device/bundle.tar.xz .device
+source .device/bundle/env.sh
+B=.device/bundle/bin
+summ() { python3 - "$1" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r['op'], r['map'], r['filter'], '%.3f ms' % float(r['ms']), '%.1f TF' % float(r['tflops']), r['path'][:30], 'err %.2e' % float(r['max_rel_err'] or 'nan'))
+PY
+}
+SECONDS=0
+timeout 120 $B/kernels_tests --gtest_filter='DwconvFp16*' > $L/kernels_tests.log 2>&1; echo "kernels rc=$? ${SECONDS}s $(grep -E '^\[  (PASSED|FAILED)' $L/kernels_tests.log | tr '\n' ' ')"; grep -E 'Failure' -A5 $L/kernels_tests.log | head -20
+timeout 40 $B/dwconv-bench --dtype f16 --op fwd --no-cudnn --maps 128x32x32x1024 --filters 9,13,17,31,51 --out $L/ring.csv > $L/ring.log 2>&1; echo "ring rc=$? ${SECONDS}s"; summ $L/ring.csv
