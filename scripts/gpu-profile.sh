@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Nsight Compute report of one depthwise kernel on the GPU machine: runs dwconv-bench for one point under ncu and
+# keeps the report of one launch (after the benchmark's warm-up) with the sections that say why a kernel is slow:
+# speed of light, occupancy, scheduler and warp-state statistics (stall reasons), instruction mix, memory traffic
+# and source counters (the SASS lines where warps stall).
+# usage: scripts/gpu-profile.sh LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
+#   e.g. scripts/gpu-profile.sh ring13 tc_ring -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 13
+#        scripts/gpu-profile.sh bfc7tiled bfc_f16 CNN_DWCONV_F16_BFC_PATH=tiled -- --dtype f16 --op bfc --filters 7
+# Writes $OUT/ncu_LABEL.txt (or .device/out/ without $OUT). The bundle comes from scripts/device-bundle.sh.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ $# -ge 3 ] || { echo "usage: scripts/gpu-profile.sh LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS..." >&2; exit 2; }
+label=$1 regex=$2
+shift 2
+envs=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    *=*) envs+=("$1") ;;
+    *) echo "gpu-profile.sh: expected VAR=VALUE or --, got '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "${1:-}" = "--" ] || { echo "gpu-profile.sh: missing -- before the dwconv-bench arguments" >&2; exit 2; }
+shift
+case "$label" in
+  *[!A-Za-z0-9_.-]*|"") echo "gpu-profile.sh: LABEL must be letters, digits, '_', '.', '-', got '$label'" >&2; exit 2 ;;
+esac
+
+bundle="$root/.device/bundle"
+if [ ! -f "$bundle/env.sh" ] && [ -f "$root/.device/bundle.tar.xz" ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$root/.device/bundle.tar.xz" "$root/.device" || { echo "gpu-profile.sh: cannot unpack the bundle" >&2; exit 2; }
+fi
+[ -f "$bundle/env.sh" ] || { echo "gpu-profile.sh: no bundle at $bundle (scripts/device-bundle.sh)" >&2; exit 2; }
+ncu=${NCU:-/usr/local/cuda/bin/ncu}
+[ -x "$ncu" ] || { echo "gpu-profile.sh: no ncu at $ncu (set NCU)" >&2; exit 2; }
+# shellcheck source=/dev/null
+source "$bundle/env.sh"
+out=${OUT:-$root/.device/out}
+mkdir -p "$out"
+report="$out/ncu_$label.txt"
+
+# One warm-up launch is skipped (module load, first-touch); the benchmark's own timing runs are kept short.
+env "${envs[@]}" "$ncu" --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 \
+  --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+  --section WarpStateStats --section InstructionStats --section ComputeWorkloadAnalysis \
+  --section MemoryWorkloadAnalysis --section SourceCounters \
+  "$bundle/bin/dwconv-bench" --no-cudnn --no-check --warmup 1 --reps 3 "$@" > "$report.tmp" 2>&1
+rc=$?
+mv "$report.tmp" "$report"
+grep -qE "Section: Warp State" "$report" || { echo "gpu-profile.sh: ncu wrote no report for '$regex' (rc=$rc): $report" >&2; exit 1; }
+grep -E "^  [A-Za-z_].*\(|Duration|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps" "$report" | head -20
+echo "gpu-profile.sh: $report"
+exit 0
