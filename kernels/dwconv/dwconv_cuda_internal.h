@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "kernels/dwconv/dwconv.h"
@@ -26,6 +27,9 @@ inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<s
 
 // CNN_DWCONV_VERBOSE=1: log_path_once prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
 bool dwconv_verbose();
+// The value of environment variable `var` (a forced kernel choice for benchmarks), "auto" when unset; any value not
+// in `allowed` (which lists "auto" too) is a one-line error naming the variable and the allowed values.
+std::string env_choice(const char* var, std::initializer_list<const char*> allowed);
 void log_path_once(const char* op, const DwconvParams& p, const std::string& path);
 
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).

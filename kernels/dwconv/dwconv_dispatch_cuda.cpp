@@ -44,6 +44,20 @@ bool dwconv_verbose() {
   return on;
 }
 
+std::string env_choice(const char* var, std::initializer_list<const char*> allowed) {
+  const char* v = std::getenv(var);
+  const std::string s = v ? v : "auto";
+  std::string list;  // "a, b or c"
+  size_t i = 0;
+  for (const char* a : allowed) {
+    if (s == a) return s;
+    if (i > 0) list += i + 1 == allowed.size() ? " or " : ", ";
+    list += a;
+    ++i;
+  }
+  throw Error(str_cat(var, ": expected ", list, ", got '", s, "'"));
+}
+
 void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
   if (!dwconv_verbose()) return;
   static std::mutex mu;

@@ -4,7 +4,6 @@
 // generic direct kernels otherwise; backward-filter on CUDA cores (stride 1, C % 4 == 0, 8-byte aligned: the tiled
 // kernel, both accumulation modes; otherwise the row-warp kernel). CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
-#include <cstdlib>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_cuda.h"
@@ -19,13 +18,7 @@ enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
 // CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
 // a forced kernel that cannot run the shape is an error, never a silent fallback.
 const std::string& forced_path() {
-  static const std::string value = [] {
-    const char* v = std::getenv("CNN_DWCONV_F16_PATH");
-    const std::string s = v ? v : "auto";
-    CNN_CHECK(s == "auto" || s == "ring" || s == "t" || s == "cc",
-              "CNN_DWCONV_F16_PATH: expected auto, ring, t or cc, got '", s, "'");
-    return s;
-  }();
+  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc"});
   return value;
 }
 
@@ -34,13 +27,7 @@ enum class BfcPath { tiled, row_warp };
 // CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the kernels
 // on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback.
 BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
-  static const std::string forced = [] {
-    const char* v = std::getenv("CNN_DWCONV_F16_BFC_PATH");
-    const std::string s = v ? v : "auto";
-    CNN_CHECK(s == "auto" || s == "tiled" || s == "rowwarp",
-              "CNN_DWCONV_F16_BFC_PATH: expected auto, tiled or rowwarp, got '", s, "'");
-    return s;
-  }();
+  static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp"});
   if (forced == "rowwarp") return BfcPath::row_warp;
   const bool tiled_ok = bfc_f16_tiled_supports(p, x, dy);
   CNN_CHECK(tiled_ok || forced != "tiled",

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -207,6 +208,23 @@ TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
                    dwconv_gemv_path_name(forward_geometry(p), cfg) + " " + p.str() + " seed=" + std::to_string(seed - 1));
     }
   }
+}
+
+// The kernel-forcing variables: unset is "auto", a listed value passes, anything else is one line naming both.
+TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
+  const char* var = "CNN_DWCONV_TEST_CHOICE";
+  unsetenv(var);
+  EXPECT_EQ(env_choice(var, {"auto", "a", "b"}), "auto");
+  setenv(var, "b", 1);
+  EXPECT_EQ(env_choice(var, {"auto", "a", "b"}), "b");
+  setenv(var, "c", 1);
+  try {
+    env_choice(var, {"auto", "a", "b"});
+    ADD_FAILURE() << "expected an error";
+  } catch (const cnn::Error& e) {
+    EXPECT_STREQ(e.what(), "CNN_DWCONV_TEST_CHOICE: expected auto, a or b, got 'c'");
+  }
+  unsetenv(var);
 }
 
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
