@@ -8,7 +8,6 @@
 #        scripts/gpu-profile.sh bfc7tiled bfc_f16 CNN_DWCONV_F16_BFC_PATH=tiled -- --dtype f16 --op bfc --filters 7
 # Writes $OUT/ncu_LABEL.txt (or .device/out/ without $OUT). The bundle comes from scripts/device-bundle.sh.
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ $# -ge 3 ] || { echo "usage: scripts/gpu-profile.sh LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS..." >&2; exit 2; }
 label=$1 regex=$2
 shift 2
@@ -26,18 +25,10 @@ case "$label" in
   *[!A-Za-z0-9_.-]*|"") echo "gpu-profile.sh: LABEL must be letters, digits, '_', '.', '-', got '$label'" >&2; exit 2 ;;
 esac
 
-bundle="$root/.device/bundle"
-if [ ! -f "$bundle/env.sh" ] && [ -f "$root/.device/bundle.tar.xz" ]; then
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-    "$root/.device/bundle.tar.xz" "$root/.device" || { echo "gpu-profile.sh: cannot unpack the bundle" >&2; exit 2; }
-fi
-[ -f "$bundle/env.sh" ] || { echo "gpu-profile.sh: no bundle at $bundle (scripts/device-bundle.sh)" >&2; exit 2; }
 ncu=${NCU:-/usr/local/cuda/bin/ncu}
 [ -x "$ncu" ] || { echo "gpu-profile.sh: no ncu at $ncu (set NCU)" >&2; exit 2; }
-# shellcheck source=/dev/null
-source "$bundle/env.sh"
-out=${OUT:-$root/.device/out}
-mkdir -p "$out"
+# shellcheck source=scripts/gpu-bundle-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-bundle-env.sh"
 report="$out/ncu_$label.txt"
 
 # One warm-up launch is skipped (module load, first-touch); the benchmark's own timing runs are kept short.

@@ -3,20 +3,8 @@
 # dwconv-bench with the given arguments; logs and the CSV go to $OUT, a short summary is printed last.
 # usage: scripts/gpu-run.sh [dwconv-bench args...]   (bundle built here first by scripts/device-bundle.sh)
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bundle="$root/.device/bundle"
-if [ ! -f "$bundle/env.sh" ] && [ -f "$root/.device/bundle.tar.xz" ]; then
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-    "$root/.device/bundle.tar.xz" "$root/.device" || { echo "gpu-run.sh: cannot unpack the bundle" >&2; exit 2; }
-fi
-if [ ! -f "$bundle/env.sh" ] || [ ! -d "$bundle/bin" ]; then
-  echo "gpu-run.sh: no bundle at $bundle (build it with scripts/device-bundle.sh and carry .device/bundle.tar.xz)" >&2
-  exit 2
-fi
-out=${OUT:-$root/.device/out}
-mkdir -p "$out"
-# shellcheck source=/dev/null
-source "$bundle/env.sh"
+# shellcheck source=scripts/gpu-bundle-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-bundle-env.sh"
 nvidia-smi -L 2>&1 | tee "$out/nvidia-smi.txt"
 
 summary=()
