@@ -31,6 +31,13 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
 inline constexpr int kCcMaxFw = 5;
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
+
+// Filters up to kVslideMaxF x kVslideMaxF at stride 1 on CUDA cores, each thread sliding down 16 output rows with
+// the rows in flight in registers (dwconv_f16_vslide.cu): C % 4 == 0, 8-byte aligned tensors (null bias counts).
+inline constexpr int kVslideMaxF = 3;
+bool vslide_f16_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst);
+void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, cudaStream_t stream);
 // Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream);
