@@ -1,17 +1,18 @@
-// FP16 depthwise forward (and stride-1 backward-data on the flipped filter) for filters up to 3x3 on CUDA cores,
+// FP16 depthwise forward (and stride-1 backward-data on the flipped filter) for filters up to 5x5 on CUDA cores,
 // sliding down the output rows: FP16 data, FP32 accumulation, FP16 outputs rounded once. NHWC maps, (FH, FW, C)
-// filter, stride 1, C % 4 == 0, 8-byte aligned pointers.
+// filter, stride 1; 4 channels per thread up to 3x3 (C % 4 == 0, 8-byte aligned), 2 beyond (C % 2 == 0).
 //
 // Why (docs/dwconv-fp16.md): the register-tiled kernel (dwconv_f16_direct.cu) gives every output row its own FH
 // input rows, so each input is requested FH x (8 + FW - 1) / 8 = 3.75 times at 3x3 and half of that misses L1;
-// it moves 2.8 TB/s where cuDNN moves 3.4. Here a thread owns 4 channels x kTM output columns and walks down
-// kRows output rows of a tile: each input row is loaded once per thread (kTM + FW - 1 8-byte loads) and feeds the
-// up to FH output rows whose windows contain it, held as FH accumulator slots in registers (slot = row % FH, a
+// it moves 2.8 TB/s where cuDNN moves 3.4. Here a thread owns kCpt channels x kTM output columns and walks down
+// kRows output rows of a tile: each input row is loaded once per thread (kTM + FW - 1 loads) and feeds the up to
+// FH output rows whose windows contain it, held as FH accumulator slots in registers (slot = row % FH, a
 // compile-time index once the row loop is unrolled by FH). An output row is stored when its last input row has
 // been added. The next input row's loads are issued before the current row's FMAs.
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
@@ -20,7 +21,6 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kCpt = 4;        // channels per thread: one 8-byte load of 4 halves
 constexpr int kTM = 4;         // output columns per thread
 constexpr int kRows = 16;      // output rows per tile (vertical halo (kRows + FH - 1) / kRows)
 constexpr int kMaxLanesC = 32;  // threads of a block along channels: 128 channels, 256 contiguous bytes
@@ -35,33 +35,61 @@ struct VsArgs {
   int tiles_h, tiles_w;           // tiles of kRows x (strips * kTM) outputs
 };
 
-__device__ __forceinline__ void widen4(uint2 u, float (&f)[kCpt]) {
-  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
-  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
-  f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
-}
+// The thread's kCpt channels of one position as loaded (Raw: 8 bytes for 4 halves, 4 bytes for 2), widened to
+// FP32 and rounded back once for the store.
+template <int kCpt>
+struct Pack;
+template <>
+struct Pack<4> {
+  using Raw = uint2;
+  __device__ static Raw zero() { return make_uint2(0u, 0u); }
+  __device__ static void widen(Raw u, float (&f)[4]) {
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
+  }
+  __device__ static Raw narrow(const float (&f)[4]) {
+    const __half2 lo = __floats2half2_rn(f[0], f[1]);
+    const __half2 hi = __floats2half2_rn(f[2], f[3]);
+    return make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+  }
+};
+template <>
+struct Pack<2> {
+  using Raw = unsigned;
+  __device__ static Raw zero() { return 0u; }
+  __device__ static void widen(Raw u, float (&f)[2]) {
+    const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&u));
+    f[0] = v.x, f[1] = v.y;
+  }
+  __device__ static Raw narrow(const float (&f)[2]) {
+    const __half2 h = __floats2half2_rn(f[0], f[1]);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+};
 
-__device__ __forceinline__ uint2 narrow4(const float (&f)[kCpt]) {
-  const __half2 lo = __floats2half2_rn(f[0], f[1]);
-  const __half2 hi = __floats2half2_rn(f[2], f[3]);
-  return make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+template <int kCpt>
+__device__ __forceinline__ typename Pack<kCpt>::Raw load_pack(const __half* p) {
+  return __ldg(reinterpret_cast<const typename Pack<kCpt>::Raw*>(p));
 }
 
 // Input row ih, columns col0 .. col0 + kIn - 1 of the thread's channels; zeros outside the image (padding).
-template <int kIn>
-__device__ __forceinline__ void load_row(uint2 (&raw)[kIn], const VsArgs& a, const __half* img, int ih, int col0) {
+template <int kCpt, int kIn>
+__device__ __forceinline__ void load_row(typename Pack<kCpt>::Raw (&raw)[kIn], const VsArgs& a, const __half* img,
+                                         int ih, int col0) {
   const bool row_ok = static_cast<unsigned>(ih) < static_cast<unsigned>(a.in_h);
 #pragma unroll
   for (int t = 0; t < kIn; ++t) {
     const int iw = col0 + t;
     raw[t] = row_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w)
-                 ? __ldg(reinterpret_cast<const uint2*>(img + (static_cast<long long>(ih) * a.in_w + iw) * a.c))
-                 : make_uint2(0u, 0u);
+                 ? load_pack<kCpt>(img + (static_cast<long long>(ih) * a.in_w + iw) * a.c)
+                 : Pack<kCpt>::zero();
   }
 }
 
-template <int kFH, int kFW>
+template <int kFH, int kFW, int kCpt>
 __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const VsArgs a) {
+  using P = Pack<kCpt>;
   constexpr int kIn = kTM + kFW - 1;
   const int t = static_cast<int>(threadIdx.x);
   const int cg_local = t % a.lanes_c, strip = t / a.lanes_c;
@@ -82,10 +110,10 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const Vs
 #pragma unroll
     for (int j = 0; j < kFW; ++j) {
       const int wi = a.flip ? kFH - 1 - i : i, wj = a.flip ? kFW - 1 - j : j;
-      widen4(__ldg(reinterpret_cast<const uint2*>(a.w + (wi * kFW + wj) * a.c + c)), wf[i][j]);
+      P::widen(load_pack<kCpt>(a.w + (wi * kFW + wj) * a.c + c), wf[i][j]);
     }
-  float b[kCpt] = {0.f, 0.f, 0.f, 0.f};
-  if (a.bias) widen4(__ldg(reinterpret_cast<const uint2*>(a.bias + c)), b);
+  float b[kCpt] = {};
+  if (a.bias) P::widen(load_pack<kCpt>(a.bias + c), b);
 
   float acc[kFH][kTM][kCpt];
 #pragma unroll
@@ -99,8 +127,8 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const Vs
   __half* out = a.dst + static_cast<long long>(n) * a.out_h * a.out_w * a.c + c;
   const int ih0 = o0 - a.pad_t, col0 = ow0 - a.pad_l;
   const int k_end = rows + kFH - 1;  // input rows ih0 .. ih0 + k_end - 1 reach the tile's outputs
-  uint2 raw[kIn];
-  load_row<kIn>(raw, a, img, ih0, col0);
+  typename P::Raw raw[kIn];
+  load_row<kCpt, kIn>(raw, a, img, ih0, col0);
   for (int kb = 0; kb < k_end; kb += kFH) {
 #pragma unroll
     for (int kk = 0; kk < kFH; ++kk) {
@@ -108,8 +136,8 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const Vs
       if (k >= k_end) break;  // uniform over the block
       float xf[kIn][kCpt];
 #pragma unroll
-      for (int u = 0; u < kIn; ++u) widen4(raw[u], xf[u]);
-      if (k + 1 < k_end) load_row<kIn>(raw, a, img, ih0 + k + 1, col0);
+      for (int u = 0; u < kIn; ++u) P::widen(raw[u], xf[u]);
+      if (k + 1 < k_end) load_row<kCpt, kIn>(raw, a, img, ih0 + k + 1, col0);
       // Input row k holds filter row i of output row q = k - i; its slot is q % FH = (kk - i) mod FH.
 #pragma unroll
       for (int i = 0; i < kFH; ++i) {
@@ -136,7 +164,8 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const Vs
             v[e] = acc[s][m][e] + b[e];
             acc[s][m][e] = 0.f;
           }
-          if (ow0 + m < a.out_w) *reinterpret_cast<uint2*>(row + static_cast<long long>(ow0 + m) * a.c) = narrow4(v);
+          if (ow0 + m < a.out_w)
+            *reinterpret_cast<typename P::Raw*>(row + static_cast<long long>(ow0 + m) * a.c) = P::narrow(v);
         }
       }
     }
@@ -145,41 +174,49 @@ __global__ void __launch_bounds__(kThreads, 4) dwconv_vslide_f16_kernel(const Vs
 
 using KernelFn = void (*)(VsArgs);
 
-template <int kFH>
-KernelFn kernel_for_fw(int fw) {
-  switch (fw) {
-    case 1: return dwconv_vslide_f16_kernel<kFH, 1>;
-    case 2: return dwconv_vslide_f16_kernel<kFH, 2>;
-    default: return dwconv_vslide_f16_kernel<kFH, 3>;
-  }
+// Channels per thread: 4 up to 3x3 (8-byte loads), 2 beyond (the FH x 4 x kCpt accumulators and FH x FW x kCpt
+// filter values must fit 128 registers; 5x5 with 4 channels would need ~210).
+constexpr int channels_per_thread(int fh, int fw) { return fh <= 3 && fw <= 3 ? 4 : 2; }
+
+template <int kFH, int kFW>
+KernelFn kernel_for_shape() {
+  return dwconv_vslide_f16_kernel<kFH, kFW, channels_per_thread(kFH, kFW)>;
 }
 
-KernelFn kernel_for(int fh, int fw) {
-  switch (fh) {
-    case 1: return kernel_for_fw<1>(fw);
-    case 2: return kernel_for_fw<2>(fw);
-    default: return kernel_for_fw<3>(fw);
-  }
+template <int kFH, int... kFW>
+KernelFn kernel_for_fw(int fw, std::integer_sequence<int, kFW...>) {
+  KernelFn k = nullptr;
+  ((fw == kFW + 1 ? (k = kernel_for_shape<kFH, kFW + 1>(), 0) : 0), ...);
+  return k;
 }
 
-bool aligned8(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 8 == 0; }
+template <int... kFH>
+KernelFn kernel_for(int fh, int fw, std::integer_sequence<int, kFH...>) {
+  KernelFn k = nullptr;
+  ((fh == kFH + 1 ? (k = kernel_for_fw<kFH + 1>(fw, std::make_integer_sequence<int, kVslideMaxF>{}), 0) : 0), ...);
+  return k;
+}
+
+bool aligned(const void* p, int bytes) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
 }  // namespace
 
 bool vslide_f16_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst) {
-  return g.stride_h == 1 && g.stride_w == 1 && g.c % kCpt == 0 && g.fh >= 1 && g.fh <= kVslideMaxF && g.fw >= 1 &&
-         g.fw <= kVslideMaxF && aligned8(src) && aligned8(w) && aligned8(bias) && aligned8(dst);
+  if (g.stride_h != 1 || g.stride_w != 1 || g.fh < 1 || g.fh > kVslideMaxF || g.fw < 1 || g.fw > kVslideMaxF)
+    return false;
+  const int cpt = channels_per_thread(g.fh, g.fw), bytes = 2 * cpt;
+  return g.c % cpt == 0 && aligned(src, bytes) && aligned(w, bytes) && aligned(bias, bytes) && aligned(dst, bytes);
 }
 
 void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                               const ConvGeometry& g, cudaStream_t stream) {
   CNN_CHECK(vslide_f16_supports(g, src, w, bias, dst),
-            "dwconv vslide f16: needs stride 1, C % 4 == 0, FH and FW in 1..", kVslideMaxF,
-            " and 8-byte aligned tensors, got C=", g.c, " F=", g.fh, "x", g.fw, " stride ", g.stride_h, "x",
-            g.stride_w);
+            "dwconv vslide f16: needs stride 1, FH and FW in 1..", kVslideMaxF,
+            ", C a multiple of 4 (2 beyond 3x3) and tensors aligned to it, got C=", g.c, " F=", g.fh, "x", g.fw,
+            " stride ", g.stride_h, "x", g.stride_w);
   if (g.n == 0 || g.out_h == 0 || g.out_w == 0) return;
   VsArgs a{src, w, bias, dst, g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
-  a.groups = g.c / kCpt;
+  a.groups = g.c / channels_per_thread(g.fh, g.fw);
   a.lanes_c = a.groups < kMaxLanesC ? a.groups : kMaxLanesC;
   a.strips = kThreads / a.lanes_c;
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
@@ -188,7 +225,7 @@ void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* 
   const int channel_blocks = (a.groups + a.lanes_c - 1) / a.lanes_c;
   CNN_CHECK(blocks < (1LL << 31) && channel_blocks <= 65535, "dwconv vslide f16: grid too large for ", blocks, " x ",
             channel_blocks, " blocks");
-  kernel_for(g.fh, g.fw)<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks)), kThreads, 0,
+  kernel_for(g.fh, g.fw, std::make_integer_sequence<int, kVslideMaxF>{})<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks)), kThreads, 0,
                           stream>>>(a);
   CNN_CHECK_LAUNCH("dwconv_vslide_f16_kernel");
 }

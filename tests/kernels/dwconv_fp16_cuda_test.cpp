@@ -246,7 +246,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
   }
 }
 
-// The row-sliding kernel for filters up to 3x3 on the shapes where its tiling has edges: tiles of 16 rows cut
+// The row-sliding kernel for filters up to 5x5 on the shapes where its tiling has edges: tiles of 16 rows cut
 // short, column strips past OW, channel lanes that do not fill a block (C/4 = 2, 18) or need several channel
 // blocks (C = 1032: 258 groups), paddings that crop or extend (backward-data geometry), 1-row and 1-column maps.
 TEST(DwconvFp16Gpu, VslideKernelAwkwardShapes) {
@@ -256,7 +256,11 @@ TEST(DwconvFp16Gpu, VslideKernelAwkwardShapes) {
                         same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 3, 1, 1, 1, 0, 2, 0},
                         Case{1, 35, 17, 40, 3, 3, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
-                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 2, 2)}) {
+                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 2, 2),
+                        // beyond 3x3: 2 channels per thread (C % 2 == 0 suffices)
+                        same(1, 17, 34, 72, 5, 5), same(1, 40, 37, 130, 5, 5), Case{2, 33, 5, 6, 5, 4, 1, 1, 2, 1, 1, 2},
+                        same(1, 2, 3, 2, 5, 5), Case{1, 20, 41, 136, 4, 5, 1, 1, 0, 3, 4, 0},
+                        Case{1, 6, 7, 10, 5, 3, 1, 1, 6, 6, 0, 0}}) {
     const DwconvParams p = k.params();
     const HalfData d = f16test::make_data(p, seed++);
     const f16test::References ref = f16test::references(p, d);
@@ -280,10 +284,12 @@ TEST(DwconvFp16Gpu, VslideKernelAwkwardShapes) {
   }
   const ConvGeometry strided = forward_geometry(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params());
   EXPECT_FALSE(vslide_f16_supports(strided, nullptr, nullptr, nullptr, nullptr));
-  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 72, 5, 5).params()), nullptr, nullptr, nullptr,
-                                   nullptr));
+  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 72, 7, 5).params()), nullptr, nullptr, nullptr,
+                                   nullptr));  // FH > 5
   EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 6, 3, 3).params()), nullptr, nullptr, nullptr,
-                                   nullptr));  // C % 4 != 0
+                                   nullptr));  // 3x3 takes 4 channels per thread: C % 4 != 0
+  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 7, 5, 5).params()), nullptr, nullptr, nullptr,
+                                   nullptr));  // odd C
 }
 
 // Every backward-filter column tiling and Z split, both accumulations.
