@@ -32,10 +32,7 @@ inline constexpr int kCcMaxFw = 5;
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
 
-// Filters up to kVslideMaxF x kVslideMaxF at stride 1 on CUDA cores, each thread sliding down 16 output rows with
-// the rows in flight in registers (dwconv_f16_vslide.cu): 4 channels per thread up to 3x3 (C % 4 == 0, 8-byte
-// aligned tensors), 2 beyond (C % 2 == 0, 4-byte aligned); a null bias counts as aligned.
-inline constexpr int kVslideMaxF = 5;
+// Row-sliding kernel up to 5x5 (dwconv_vslide.cu; FP32 declarations and the constraints in dwconv_cuda_internal.h).
 bool vslide_f16_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst);
 void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                               const ConvGeometry& g, cudaStream_t stream);

@@ -185,6 +185,20 @@ TEST(DwconvFp16Gpu, LargerShapesMatchReference) {
   check_case(same(1, 32, 32, 256, 51, 51), 4243, 0, false);
 }
 
+// A forward (y, with bias) and backward-data (dx) result of one kernel against the FP64 references: FP32 sums of
+// exact FP16 products rounded once to FP16 (bound per element), and the mean error against the bar.
+void expect_forward_style_ok(const DwconvParams& p, const f16test::References& ref, const DeviceArray<__half>& y,
+                             const DeviceArray<__half>& dx, const std::string& name) {
+  const auto fwd =
+      f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag, f16test::fp16_output_bound(p.fh * p.fw + 1));
+  const auto bdc =
+      f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag, f16test::fp16_output_bound(p.fh * p.fw));
+  f16test::expect_ok(fwd, "forward " + name);
+  f16test::expect_ok(bdc, "backward-data " + name);
+  EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
+  EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+}
+
 // The dispatcher picks one kernel per shape; every forward-style kernel must be right on every shape class.
 TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
   SKIP_WITHOUT_GPU();
@@ -233,15 +247,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
       }
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-      const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
-      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
-      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw));
-      f16test::expect_ok(fwd, "forward " + name);
-      f16test::expect_ok(bdc, "backward-data " + name);
-      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
-      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+      expect_forward_style_ok(p, ref, y, dx, what + " " + p.str() + " seed=" + std::to_string(seed - 1));
     }
   }
 }
@@ -272,15 +278,7 @@ TEST(DwconvFp16Gpu, VslideKernelAwkwardShapes) {
     launch_dwconv_vslide_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
     launch_dwconv_vslide_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::string name = "vslide " + p.str() + " seed=" + std::to_string(seed - 1);
-    const auto fwd =
-        f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag, f16test::fp16_output_bound(p.fh * p.fw + 1));
-    const auto bdc =
-        f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag, f16test::fp16_output_bound(p.fh * p.fw));
-    f16test::expect_ok(fwd, "forward " + name);
-    f16test::expect_ok(bdc, "backward-data " + name);
-    EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
-    EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+    expect_forward_style_ok(p, ref, y, dx, "vslide " + p.str() + " seed=" + std::to_string(seed - 1));
   }
   const ConvGeometry strided = forward_geometry(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params());
   EXPECT_FALSE(vslide_f16_supports(strided, nullptr, nullptr, nullptr, nullptr));

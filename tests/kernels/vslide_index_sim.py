@@ -29,6 +29,16 @@ def run_kernel(g, x, wt, bias):
     for by in range(cblocks):
         for bx in range(g['n'] * tiles_h * tiles_w):
             tw = bx % tiles_w; b = bx // tiles_w; th = b % tiles_h; n = b // tiles_h
+            # the block's filter slice in shared memory, [tap][lane][e], staged as the kernel does
+            ws = [[[0.0] * kCpt for _ in range(kMaxLanesC)] for _ in range(FH * FW)]
+            for job in range(FH * FW * lanes_c):
+                tap, lane = job // lanes_c, job % lanes_c
+                gg = by * lanes_c + lane
+                i, j = tap // FW, tap % FW
+                wi, wj = (FH - 1 - i, FW - 1 - j) if g['flip'] else (i, j)
+                if gg < groups:
+                    for e in range(kCpt):
+                        ws[tap][lane][e] = wt[wi][wj][gg * kCpt + e]
             for t in range(kThreads):
                 cg_local, strip = t % lanes_c, t // lanes_c
                 cg = by * lanes_c + cg_local
@@ -37,7 +47,7 @@ def run_kernel(g, x, wt, bias):
                     continue
                 rows = min(kRows, g['out_h'] - o0)
                 for ch in range(cg * kCpt, cg * kCpt + kCpt):
-                    wf = [[wt[(FH - 1 - i if g['flip'] else i)][(FW - 1 - j if g['flip'] else j)][ch] for j in range(FW)] for i in range(FH)]
+                    wf = [[ws[i * FW + j][cg_local][ch - cg * kCpt] for j in range(FW)] for i in range(FH)]
                     acc = [[0.0] * kTM for _ in range(FH)]
                     ih0, col0 = o0 - g['pad_t'], ow0 - g['pad_l']
                     k_end = rows + FH - 1
