@@ -1,5 +1,6 @@
 // CUDA entry points of the FP32 depthwise ops: validate, pick the kernel path for the shape, launch.
-// Paths: GEMV kernel (stride 1, C % 4 == 0, 16-byte aligned), direct kernels otherwise. CNN_DWCONV_VERBOSE=1 logs
+// Paths (stride 1, C % 4 == 0, 16-byte aligned): the row-sliding kernel up to 5x5, the GEMV kernel beyond; direct
+// kernels otherwise. CNN_DWCONV_VERBOSE=1 logs
 // the path chosen for each new (op, shape) on stderr, so no slow path is ever taken silently.
 #include <cstdint>
 #include <cstdio>
@@ -18,17 +19,46 @@ namespace {
 
 bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
 
+// CNN_DWCONV_F32_PATH = auto | gemv | vs forces the stride-1 forward-style kernel where both could run (A/B
+// benchmarks); vs on a shape it cannot run is an error, never a silent fallback.
+const std::string& forced_f32_path() {
+  static const std::string value = env_choice("CNN_DWCONV_F32_PATH", {"auto", "gemv", "vs"});
+  return value;
+}
+
+// Filters up to kVslideMaxF x kVslideMaxF take the row-sliding kernel (each input row loaded once per thread for
+// the FH output rows it feeds), wider ones the GEMV kernel. `aligned`: 16-byte aligned tensors, C % 4 == 0 here.
+bool use_vslide(const ConvGeometry& g) {
+  const bool fits = g.fh <= kVslideMaxF && g.fw <= kVslideMaxF;
+  const std::string& forced = forced_f32_path();
+  if (forced == "vs") {
+    CNN_CHECK(fits, "CNN_DWCONV_F32_PATH=vs: FH and FW must be <= ", kVslideMaxF, ", got ", g.fh, "x", g.fw);
+    return true;
+  }
+  return forced == "auto" && fits;
+}
+
+std::string forward_style_path(const char* op, const ConvGeometry& g) {
+  if (use_vslide(g)) return str_cat(op, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
+  return dwconv_gemv_path_name(g, gemv_config_for(g));
+}
+
+void run_forward_style(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                       cudaStream_t stream) {
+  if (use_vslide(g))
+    launch_dwconv_vslide_f32(src, w, bias, dst, g, stream);
+  else
+    launch_dwconv_gemv(src, w, bias, dst, g, gemv_config_for(g), stream);
+}
+
 std::string forward_path(const DwconvParams& p, bool aligned) {
-  if (gemv_applies(p) && aligned) return dwconv_gemv_path_name(forward_geometry(p), gemv_config_for(forward_geometry(p)));
+  if (gemv_applies(p) && aligned) return forward_style_path("fwd", forward_geometry(p));
   return str_cat("fwd direct vec=", (p.c % 4 == 0 && aligned) ? 4 : 1,
                  gemv_applies(p) ? " (unaligned pointers)" : (p.c % 4 ? " (C % 4 != 0)" : " (stride > 1)"));
 }
 
 std::string backward_data_path(const DwconvParams& p, bool aligned) {
-  if (gemv_applies(p) && aligned) {
-    const ConvGeometry g = backward_data_geometry_stride1(p);
-    return dwconv_gemv_path_name(g, gemv_config_for(g));
-  }
+  if (gemv_applies(p) && aligned) return forward_style_path("bdc", backward_data_geometry_stride1(p));
   const int vec = (p.c % 4 == 0 && aligned) ? 4 : 1;
   if (p.stride_h == 1 && p.stride_w == 1) return str_cat("bdc direct flipped vec=", vec);
   return str_cat("bdc direct strided gather vec=", vec);
@@ -96,7 +126,7 @@ void dwconv_forward_cuda(const float* x, const float* w, const float* bias, floa
   log_path_once("fwd", p, forward_path(p, aligned));
   const ConvGeometry g = forward_geometry(p);
   if (gemv_applies(p) && aligned)
-    launch_dwconv_gemv(x, w, bias, y, g, gemv_config_for(g), stream);
+    run_forward_style(x, w, bias, y, g, stream);
   else
     launch_dwconv_direct_forward(x, w, bias, y, g, p.c % 4 == 0 && aligned, stream);
 }
@@ -111,7 +141,7 @@ void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const
   if (p.stride_h == 1 && p.stride_w == 1) {
     const ConvGeometry g = backward_data_geometry_stride1(p);
     if (gemv_applies(p) && aligned)
-      launch_dwconv_gemv(dy, w, nullptr, dx, g, gemv_config_for(g), stream);
+      run_forward_style(dy, w, nullptr, dx, g, stream);
     else
       launch_dwconv_direct_forward(dy, w, nullptr, dx, g, vec4, stream);
   } else {

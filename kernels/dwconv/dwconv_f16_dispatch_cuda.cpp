@@ -13,12 +13,12 @@ namespace cnn::dwconv {
 
 namespace {
 
-enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
+enum class F16Path { tensor_core, tc_ring, cuda_core, vslide, direct };
 
-// CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
+// CNN_DWCONV_F16_PATH = auto | ring | t | cc | vs forces the stride-1 forward-style kernel (benchmarks, comparisons);
 // a forced kernel that cannot run the shape is an error, never a silent fallback.
 const std::string& forced_path() {
-  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc"});
+  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc", "vs"});
   return value;
 }
 
@@ -55,6 +55,12 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
     CNN_CHECK(g.fw <= kCcMaxFw, "CNN_DWCONV_F16_PATH=cc: FW must be <= ", kCcMaxFw, ", got ", g.fw);
     return F16Path::cuda_core;
   }
+  const bool vslide_ok = g.fh <= kVslideMaxF && g.fw <= kVslideMaxF;  // C % 8 == 0 and 16-byte aligned here
+  if (forced == "vs") {
+    CNN_CHECK(vslide_ok, "CNN_DWCONV_F16_PATH=vs: FH and FW must be <= ", kVslideMaxF, ", got ", g.fh, "x", g.fw);
+    return F16Path::vslide;
+  }
+  if (vslide_ok) return F16Path::vslide;
   if (g.fw <= kCcMaxFw) return F16Path::cuda_core;
   return g.fw <= kTcRingMaxFw ? F16Path::tc_ring : F16Path::tensor_core;
 }
@@ -72,6 +78,8 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
     }
     case F16Path::cuda_core:
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64");
+    case F16Path::vslide:
+      return str_cat(op, " f16 cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16 ch/thread=4");
     case F16Path::direct:
       break;
   }
@@ -90,6 +98,9 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
+      return;
+    case F16Path::vslide:
+      launch_dwconv_vslide_f16(src, w, bias, dst, g, stream);
       return;
     case F16Path::direct:
       launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);

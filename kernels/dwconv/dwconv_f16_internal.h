@@ -31,6 +31,11 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
 inline constexpr int kCcMaxFw = 5;
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
+
+// Row-sliding kernel up to 5x5 (dwconv_vslide.cu; FP32 declarations and the constraints in dwconv_cuda_internal.h).
+bool vslide_f16_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst);
+void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, cudaStream_t stream);
 // Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream);

@@ -109,18 +109,31 @@ Case same(int n, int h, int w, int c, int fh, int fw) {
   return {n, h, w, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2};
 }
 
+// Random inputs of a case and their FP64 forward / backward-data results with the same sums over |terms|.
+struct ForwardStyleData {
+  std::vector<double> x, w, bias, dy;
+  std::vector<double> y_ref, y_mag, dx_ref, dx_mag;
+};
+
+ForwardStyleData forward_style_data(const DwconvParams& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  ForwardStyleData d;
+  d.x = uniform(p.x_elems(), rng), d.w = uniform(p.w_elems(), rng), d.bias = uniform(p.c, rng);
+  d.dy = uniform(p.y_elems(), rng);
+  d.y_ref.resize(p.y_elems()), d.y_mag.resize(p.y_elems()), d.dx_ref.resize(p.x_elems()), d.dx_mag.resize(p.x_elems());
+  dwconv_forward_reference(d.x.data(), d.w.data(), d.bias.data(), d.y_ref.data(), p);
+  dwconv_forward_reference(absolute(d.x).data(), absolute(d.w).data(), absolute(d.bias).data(), d.y_mag.data(), p);
+  dwconv_backward_data_reference(d.dy.data(), d.w.data(), d.dx_ref.data(), p);
+  dwconv_backward_data_reference(absolute(d.dy).data(), absolute(d.w).data(), d.dx_mag.data(), p);
+  return d;
+}
+
 void run_forward_and_backward_data(const Case& k, uint64_t seed, size_t misalign_floats) {
   const DwconvParams p = params_of(k);
   const std::string name = p.str() + " seed=" + std::to_string(seed) + " misalign=" + std::to_string(misalign_floats);
-  std::mt19937_64 rng(seed);
-  const auto x = uniform(p.x_elems(), rng), w = uniform(p.w_elems(), rng), bias = uniform(p.c, rng);
-  const auto dy = uniform(p.y_elems(), rng);
-
-  std::vector<double> y_ref(p.y_elems()), y_mag(p.y_elems()), dx_ref(p.x_elems()), dx_mag(p.x_elems());
-  dwconv_forward_reference(x.data(), w.data(), bias.data(), y_ref.data(), p);
-  dwconv_forward_reference(absolute(x).data(), absolute(w).data(), absolute(bias).data(), y_mag.data(), p);
-  dwconv_backward_data_reference(dy.data(), w.data(), dx_ref.data(), p);
-  dwconv_backward_data_reference(absolute(dy).data(), absolute(w).data(), dx_mag.data(), p);
+  const ForwardStyleData fd = forward_style_data(p, seed);
+  const auto &x = fd.x, &w = fd.w, &bias = fd.bias, &dy = fd.dy;
+  const auto &y_ref = fd.y_ref, &y_mag = fd.y_mag, &dx_ref = fd.dx_ref, &dx_mag = fd.dx_mag;
 
   DeviceFloats dx_d(p.x_elems(), misalign_floats), x_d(p.x_elems(), misalign_floats);
   DeviceFloats w_d(p.w_elems(), misalign_floats), b_d(p.c, misalign_floats);
@@ -225,6 +238,40 @@ TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
     EXPECT_STREQ(e.what(), "CNN_DWCONV_TEST_CHOICE: expected auto, a or b, got 'c'");
   }
   unsetenv(var);
+}
+
+// The row-sliding kernel (filters up to 5x5), launched directly in both geometries: tiles of 16 rows cut short,
+// column strips past OW, partial channel lanes and several channel blocks, paddings that crop or extend, 2 channels
+// per thread beyond 3x3 (C % 2 == 0 suffices there). Outputs NaN-poisoned first.
+TEST(DwconvGpu, VslideKernelMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 9500;
+  for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(3, 40, 37, 1032, 3, 3), same(2, 33, 5, 8, 3, 3),
+                        same(1, 1, 1, 8, 3, 3), Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0},
+                        Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3}, same(1, 16, 64, 128, 1, 1),
+                        same(1, 17, 34, 72, 5, 5), same(1, 40, 37, 130, 5, 5), Case{2, 33, 5, 6, 5, 4, 1, 1, 2, 1, 1, 2},
+                        same(1, 2, 3, 2, 5, 5), Case{1, 6, 7, 10, 5, 3, 1, 1, 6, 6, 0, 0}}) {
+    const DwconvParams p = params_of(k);
+    const ForwardStyleData fd = forward_style_data(p, seed++);
+    DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
+    upload(x_d, fd.x), upload(w_d, fd.w), upload(b_d, fd.bias), upload(dy_d, fd.dy);
+    ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
+    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
+    ASSERT_TRUE(vslide_f32_supports(gf, x_d.get(), w_d.get(), b_d.get(), y_d.get())) << p.str();
+    launch_dwconv_vslide_f32(x_d.get(), w_d.get(), b_d.get(), y_d.get(), gf, nullptr);
+    launch_dwconv_vslide_f32(dy_d.get(), w_d.get(), nullptr, dx_d.get(), gb, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::string name = "vslide " + p.str() + " seed=" + std::to_string(seed - 1);
+    expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
+    expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+  }
+  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1})), nullptr,
+                                   nullptr, nullptr, nullptr));  // stride 2
+  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(same(1, 17, 34, 6, 3, 3))), nullptr, nullptr, nullptr,
+                                   nullptr));  // 3x3 takes 4 channels per thread
+  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(same(1, 17, 34, 72, 7, 5))), nullptr, nullptr, nullptr,
+                                   nullptr));  // FH > 5
 }
 
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
