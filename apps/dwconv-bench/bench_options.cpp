@@ -131,7 +131,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
       app.add_option("--warmup", opts.warmup, "untimed runs before timing")->capture_default_str();
   app.add_option("--out", opts.out_csv, "CSV file to write (atomically: temp file + rename)");
   bool no_cudnn = false, no_check = false;
-  app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baseline");
+  CLI::Option* no_cudnn_opt = app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baseline");
+  app.add_flag("--cudnn-engines", opts.cudnn_engines,
+               "also time every engine of cuDNN's backend (graph) API for each point; the fastest of the legacy "
+               "algorithms and the engines is the baseline")
+      ->excludes(no_cudnn_opt);
   app.add_flag("--no-check", no_check, "skip the sampled FP64 accuracy check");
   app.add_option("--dtype", dtype, "data type: f32, or f16 (Flash-DWC-T, FP32 accumulation)")->capture_default_str();
   app.add_option("--bfc-accum", accum, "FP16 backward-filter accumulation: fp32 or ha (hybrid FP16/FP32)")

@@ -23,6 +23,7 @@ struct BenchOptions {
   int warmup = 5;            // untimed runs before them
   std::string out_csv;       // empty: no CSV
   bool cudnn = true;
+  bool cudnn_engines = false;  // also every engine of cuDNN's backend (graph) API; the fastest of both is reported
   bool check = true;
   bool selftest = false;
   DType dtype = DType::f32;                           // f32 or f16 data (f16: FP32 accumulation)

@@ -5,7 +5,9 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
+#include "apps/dwconv-bench/cudnn_engines.h"
 #include "apps/dwconv-bench/sampled_check.h"
 #include "core/cuda_check.h"
 
@@ -124,12 +126,14 @@ std::string join(const std::vector<std::string>& items) {
   return s.empty() ? "none" : s;
 }
 
+// Probe time the backend engines of one point may spend (at 31x31-51x51 an engine can take seconds per call).
+constexpr double kEngineProbeBudgetMs = 20000.0;
+
 void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
                    const BenchContext& ctx, Row& row) {
   const bool f16 = is_f16(ctx.opts);
   const OperandsFn operands = cudnn_operands(op, m, f, f16);
   CudnnResult r = bench_cudnn(*f.conv, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
-  const CudnnDepthwise* best_conv = f.conv.get();
   std::cout << "  cudnn" << (f16 ? " (fp16 accumulation)" : "") << " timed: " << join(r.timed)
             << "; skipped: " << join(r.skipped) << '\n';
   if (f16) {  // the protocol's FP16 baseline is the best of FP16- and FP32-accumulating cuDNN
@@ -140,7 +144,32 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
     if (r32.found && (!r.found || r32.best.median_ms < r.best.median_ms)) {
       r = std::move(r32);
       r.best_name += "/f32acc";
-      best_conv = f.conv_f32acc.get();
+    }
+  }
+  // Backend-API engines, per accumulation type; their plans must outlive the check below (it may rerun the winner).
+  std::vector<std::unique_ptr<CudnnEngines>> engines;
+  if (ctx.opts.cudnn_engines) {
+    const cudnnDataType_t data = f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    std::vector<std::pair<cudnnDataType_t, const char*>> computes = {{CUDNN_DATA_FLOAT, f16 ? "/f32acc" : ""}};
+    if (f16) computes.insert(computes.begin(), {CUDNN_DATA_HALF, "/f16acc"});
+    for (const auto& [compute, tag] : computes) {
+      const std::string label = str_cat("  cudnn engines", f16 ? (compute == CUDNN_DATA_HALF ? " (fp16 accumulation)"
+                                                                                             : " (fp32 accumulation)")
+                                                              : "");
+      try {
+        engines.push_back(std::make_unique<CudnnEngines>(*ctx.cudnn, p, op, data, compute));
+      } catch (const Error& e) {
+        std::cout << label << ": graph refused: " << e.what() << '\n';
+        continue;
+      }
+      CudnnResult re = bench_candidates(engines.back()->candidates(cudnn_workspace_cap()), operands, ctx.opts.warmup,
+                                        ctx.opts.reps, ctx.stream, r.found ? r.best.median_ms : 0,
+                                        kEngineProbeBudgetMs);
+      std::cout << label << " timed: " << join(re.timed) << "; skipped: " << join(re.skipped) << '\n';
+      if (re.found && (!r.found || re.best.median_ms < r.best.median_ms)) {
+        r = std::move(re);
+        r.best_name = str_cat("graph ", r.best_name, tag);
+      }
     }
   }
   if (!r.found) return;
@@ -151,7 +180,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
   if (!ctx.opts.check) return;
   // Checks the winner computed the same convolution (catches a wrong descriptor or filter layout).
   DeviceBuffer workspace(r.best_workspace);
-  CNN_CUDNN_CHECK(best_conv->run(op, r.best_id, operands(0), workspace.get(), r.best_workspace));
+  CNN_CUDNN_CHECK(r.run_best(operands(0), workspace.get()));
   CNN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   const CheckResult c = check_output(op, p, m, f, true, f16);
   row.has_cudnn_check = true;

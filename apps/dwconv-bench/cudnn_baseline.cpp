@@ -206,38 +206,69 @@ cudnnStatus_t CudnnDepthwise::run(DwconvOp op, int algo, const CudnnOperands& o,
   return CUDNN_STATUS_BAD_PARAM;
 }
 
-CudnnResult bench_cudnn(const CudnnDepthwise& conv, DwconvOp op, const OperandsFn& operands, int warmup, int reps,
-                        cudaStream_t stream) {
+size_t cudnn_workspace_cap() {
   size_t free_bytes = 0, total_bytes = 0;
   CNN_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t cap = std::min(kWorkspaceCap, free_bytes > kWorkspaceReserve ? free_bytes - kWorkspaceReserve : 0);
-  std::vector<CudnnAlgo> algos = conv.algorithms(op, cap);
+  return std::min(kWorkspaceCap, free_bytes > kWorkspaceReserve ? free_bytes - kWorkspaceReserve : 0);
+}
+
+std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, DwconvOp op, size_t workspace_cap) {
+  std::vector<CudnnCandidate> out;
+  for (const CudnnAlgo& a : conv.algorithms(op, workspace_cap)) {
+    CudnnCandidate c;
+    c.name = a.name;
+    c.workspace = a.workspace;
+    c.skip_reason = a.skip_reason;
+    const CudnnDepthwise* cv = &conv;
+    const int id = a.id;
+    const size_t ws = a.workspace;
+    c.run = [cv, op, id, ws](const CudnnOperands& o, void* workspace) { return cv->run(op, id, o, workspace, ws); };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, const OperandsFn& operands, int warmup,
+                             int reps, cudaStream_t stream, double best_known_ms, double probe_budget_ms) {
   size_t workspace_bytes = 0;
-  for (const CudnnAlgo& a : algos)
+  for (const CudnnCandidate& a : candidates)
     if (a.skip_reason.empty()) workspace_bytes = std::max(workspace_bytes, a.workspace);
   DeviceBuffer workspace(workspace_bytes);
 
   CudnnResult result;
-  for (const CudnnAlgo& a : algos) {
+  // The time a candidate must come near: the best so far, or the one measured elsewhere for this point.
+  auto reference_ms = [&] {
+    if (result.found) return best_known_ms > 0 ? std::min(best_known_ms, result.best.median_ms) : result.best.median_ms;
+    return best_known_ms;
+  };
+  double probed_ms = 0;
+  for (const CudnnCandidate& a : candidates) {
     if (!a.skip_reason.empty()) {
       result.skipped.push_back(str_cat(a.name, " (", a.skip_reason, ")"));
       continue;
     }
+    if (probe_budget_ms > 0 && probed_ms >= probe_budget_ms) {
+      result.skipped.push_back(str_cat(a.name, " (probe budget of ", ms_str(probe_budget_ms), " spent)"));
+      continue;
+    }
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
-    const RunFn probe = [&](int i) { status = conv.run(op, a.id, operands(i), workspace.get(), a.workspace); };
+    const RunFn probe = [&](int i) { status = a.run(operands(i), workspace.get()); };
     double probe_ms = time_once(probe, 0, stream);
-    if (status == CUDNN_STATUS_SUCCESS && result.found && probe_ms > kPruneFactor * result.best.median_ms &&
-        probe_ms <= kSingleRunMs)
+    probed_ms += probe_ms;
+    const double ref = reference_ms();
+    if (status == CUDNN_STATUS_SUCCESS && ref > 0 && probe_ms > kPruneFactor * ref && probe_ms <= kSingleRunMs) {
       probe_ms = time_once(probe, 1, stream);
+      probed_ms += probe_ms;
+    }
     if (status != CUDNN_STATUS_SUCCESS) {
       // A refused call can leave a non-sticky launch error behind; clear it so the next launch check is not blamed.
       (void)cudaGetLastError();
       result.skipped.push_back(str_cat(a.name, " (run: ", cudnnGetErrorString(status), ")"));
       continue;
     }
-    if (result.found && probe_ms > kPruneFactor * result.best.median_ms) {
-      result.skipped.push_back(str_cat(a.name, " (pruned: probe ", ms_str(probe_ms), " > ", kPruneFactor, "x best ",
-                                       ms_str(result.best.median_ms), ")"));
+    if (ref > 0 && probe_ms > kPruneFactor * ref) {
+      result.skipped.push_back(
+          str_cat(a.name, " (pruned: probe ", ms_str(probe_ms), " > ", kPruneFactor, "x best ", ms_str(ref), ")"));
       continue;
     }
     Timing t;
@@ -246,19 +277,24 @@ CudnnResult bench_cudnn(const CudnnDepthwise& conv, DwconvOp op, const OperandsF
       t.min_ms = t.max_ms = probe_ms;
       t.reps = 1;
     } else {
-      const RunFn run = [&](int i) { CNN_CUDNN_CHECK(conv.run(op, a.id, operands(i), workspace.get(), a.workspace)); };
+      const RunFn run = [&](int i) { CNN_CUDNN_CHECK(a.run(operands(i), workspace.get())); };
       t = time_runs(run, warmup, reps, stream);
     }
     result.timed.push_back(str_cat(a.name, " ", ms_str(t.median_ms), t.reps == 1 ? " (x1)" : ""));
     if (!result.found || t.median_ms < result.best.median_ms) {
       result.found = true;
-      result.best_id = a.id;
       result.best_name = a.name;
       result.best_workspace = a.workspace;
       result.best = t;
+      result.run_best = a.run;
     }
   }
   return result;
+}
+
+CudnnResult bench_cudnn(const CudnnDepthwise& conv, DwconvOp op, const OperandsFn& operands, int warmup, int reps,
+                        cudaStream_t stream) {
+  return bench_candidates(legacy_candidates(conv, op, cudnn_workspace_cap()), operands, warmup, reps, stream);
 }
 
 std::vector<float> to_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p) {

@@ -44,15 +44,27 @@ struct CudnnAlgo {
   std::string skip_reason;  // empty: usable
 };
 
+// One way cuDNN can run the op: a legacy-API algorithm or a backend-API engine (cudnn_engines.h). run() returns
+// cuDNN's status instead of throwing; `workspace` holds at least `workspace` bytes.
+struct CudnnCandidate {
+  std::string name;
+  size_t workspace = 0;
+  std::string skip_reason;  // empty: usable
+  std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
+};
+
 struct CudnnResult {
-  bool found = false;  // false when every algorithm was skipped
-  int best_id = -1;
+  bool found = false;  // false when every candidate was skipped
   std::string best_name;
   size_t best_workspace = 0;
   Timing best;
-  std::vector<std::string> timed;    // "NAME 1.234ms" for every timed algorithm
+  std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run_best;  // set when found
+  std::vector<std::string> timed;    // "NAME 1.234ms" for every timed candidate
   std::vector<std::string> skipped;  // "NAME (reason)"
 };
+
+// Workspace a candidate may use: 8 GiB at most, and 1 GiB of the free device memory left for cuDNN itself.
+size_t cudnn_workspace_cap();
 
 class CudnnDepthwise {
  public:
@@ -79,8 +91,17 @@ class CudnnDepthwise {
 
 const char* cudnn_algo_name(dwconv::DwconvOp op, int algo);
 
-// Times every usable algorithm (pruning those whose probe run is far slower than the best so far) and returns the
-// fastest. `warmup`/`reps` follow the benchmark protocol.
+// Every legacy algorithm of `op` as a candidate (CudnnDepthwise::algorithms order). `conv` must outlive them.
+std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, dwconv::DwconvOp op, size_t workspace_cap);
+
+// Times every usable candidate (pruning those whose probe run is far slower than the best so far, or than
+// `best_known_ms` when > 0: a time already measured for this point) and returns the fastest. `warmup`/`reps` follow
+// the benchmark protocol. `probe_budget_ms` > 0: once the probe runs add up to it, the remaining candidates are
+// skipped (an engine list can hold dozens of multi-second candidates at large filters).
+CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, const OperandsFn& operands, int warmup,
+                             int reps, cudaStream_t stream, double best_known_ms = 0, double probe_budget_ms = 0);
+
+// bench_candidates over legacy_candidates(conv, op, cudnn_workspace_cap()).
 CudnnResult bench_cudnn(const CudnnDepthwise& conv, dwconv::DwconvOp op, const OperandsFn& operands, int warmup,
                         int reps, cudaStream_t stream);
 
