@@ -132,10 +132,21 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   app.add_option("--out", opts.out_csv, "CSV file to write (atomically: temp file + rename)");
   bool no_cudnn = false, no_check = false;
   CLI::Option* no_cudnn_opt = app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baseline");
-  app.add_flag("--cudnn-engines", opts.cudnn_engines,
-               "also time every engine of cuDNN's backend (graph) API for each point; the fastest of the legacy "
-               "algorithms and the engines is the baseline")
-      ->excludes(no_cudnn_opt);
+  CLI::Option* engines_opt =
+      app.add_flag("--cudnn-engines", opts.cudnn_engines,
+                   "also time every engine of cuDNN's backend (graph) API for each point, before the legacy "
+                   "algorithms; the fastest of both is the baseline")
+          ->excludes(no_cudnn_opt);
+  bool no_legacy = false;
+  app.add_flag("--no-cudnn-legacy", no_legacy,
+               "with --cudnn-engines: skip the legacy API's algorithms (where their times are known from another run "
+               "and each call takes seconds)")
+      ->needs(engines_opt);
+  app.add_option("--cudnn-probe-budget", opts.engine_probe_budget_ms,
+                 "with --cudnn-engines: ms of probe runs the engines of one point may spend; once spent, the "
+                 "remaining engines are skipped (named in the log)")
+      ->capture_default_str()
+      ->needs(engines_opt);
   app.add_flag("--no-check", no_check, "skip the sampled FP64 accuracy check");
   app.add_option("--dtype", dtype, "data type: f32, or f16 (Flash-DWC-T, FP32 accumulation)")->capture_default_str();
   app.add_option("--bfc-accum", accum, "FP16 backward-filter accumulation: fp32 or ha (hybrid FP16/FP32)")
@@ -150,6 +161,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
     return false;
   }
   opts.cudnn = !no_cudnn;
+  opts.cudnn_legacy = !no_legacy;
   opts.check = !no_check;
   CNN_CHECK(dtype == "f32" || dtype == "f16", "--dtype: expected f32 or f16, got '", dtype, "'");
   CNN_CHECK(accum == "fp32" || accum == "ha", "--bfc-accum: expected fp32 or ha, got '", accum, "'");
@@ -164,6 +176,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   }
   CNN_CHECK(opts.reps >= 1, "--reps: expected >= 1, got ", opts.reps);
   CNN_CHECK(opts.warmup >= 0, "--warmup: expected >= 0, got ", opts.warmup);
+  CNN_CHECK(opts.engine_probe_budget_ms > 0, "--cudnn-probe-budget: expected > 0 ms, got ", opts.engine_probe_budget_ms);
   opts.ops = parse_ops(ops);
   opts.maps = parse_maps(maps);
   opts.filters = parse_filters(filters);

@@ -24,6 +24,8 @@ struct BenchOptions {
   std::string out_csv;       // empty: no CSV
   bool cudnn = true;
   bool cudnn_engines = false;  // also every engine of cuDNN's backend (graph) API; the fastest of both is reported
+  bool cudnn_legacy = true;    // the legacy API's algorithms (off only with engines on: --no-cudnn-legacy)
+  double engine_probe_budget_ms = 20000;  // probe time the engines of one point may spend (slow ones take seconds)
   bool check = true;
   bool selftest = false;
   DType dtype = DType::f32;                           // f32 or f16 data (f16: FP32 accumulation)

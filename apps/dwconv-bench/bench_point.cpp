@@ -126,27 +126,20 @@ std::string join(const std::vector<std::string>& items) {
   return s.empty() ? "none" : s;
 }
 
-// Probe time the backend engines of one point may spend (at 31x31-51x51 an engine can take seconds per call).
-constexpr double kEngineProbeBudgetMs = 20000.0;
+// Keeps the faster of `best` and `cand` in `best`, tagging the winner's name.
+void keep_faster(CudnnResult& best, CudnnResult&& cand, const std::string& prefix, const char* tag) {
+  if (!cand.found || (best.found && cand.best.median_ms >= best.best.median_ms)) return;
+  best = std::move(cand);
+  best.best_name = str_cat(prefix, best.best_name, tag);
+}
 
 void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
                    const BenchContext& ctx, Row& row) {
   const bool f16 = is_f16(ctx.opts);
   const OperandsFn operands = cudnn_operands(op, m, f, f16);
-  CudnnResult r = bench_cudnn(*f.conv, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
-  std::cout << "  cudnn" << (f16 ? " (fp16 accumulation)" : "") << " timed: " << join(r.timed)
-            << "; skipped: " << join(r.skipped) << '\n';
-  if (f16) {  // the protocol's FP16 baseline is the best of FP16- and FP32-accumulating cuDNN
-    CudnnResult r32 = bench_cudnn(*f.conv_f32acc, op, operands, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
-    std::cout << "  cudnn (fp32 accumulation) timed: " << join(r32.timed) << "; skipped: " << join(r32.skipped)
-              << '\n';
-    if (r.found) r.best_name += "/f16acc";
-    if (r32.found && (!r.found || r32.best.median_ms < r.best.median_ms)) {
-      r = std::move(r32);
-      r.best_name += "/f32acc";
-    }
-  }
-  // Backend-API engines, per accumulation type; their plans must outlive the check below (it may rerun the winner).
+  CudnnResult r;
+  // Backend-API engines first (runtime-compiled ones lead), per accumulation type, so that the legacy algorithms
+  // after them are pruned against the best engine. Their plans must outlive the check below (it may rerun the winner).
   std::vector<std::unique_ptr<CudnnEngines>> engines;
   if (ctx.opts.cudnn_engines) {
     const cudnnDataType_t data = f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
@@ -164,12 +157,23 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       }
       CudnnResult re = bench_candidates(engines.back()->candidates(cudnn_workspace_cap()), operands, ctx.opts.warmup,
                                         ctx.opts.reps, ctx.stream, r.found ? r.best.median_ms : 0,
-                                        kEngineProbeBudgetMs);
+                                        ctx.opts.engine_probe_budget_ms);
       std::cout << label << " timed: " << join(re.timed) << "; skipped: " << join(re.skipped) << '\n';
-      if (re.found && (!r.found || re.best.median_ms < r.best.median_ms)) {
-        r = std::move(re);
-        r.best_name = str_cat("graph ", r.best_name, tag);
-      }
+      keep_faster(r, std::move(re), "graph ", tag);
+    }
+  }
+  if (ctx.opts.cudnn_legacy) {
+    // The protocol's FP16 baseline is the best of FP16- and FP32-accumulating cuDNN.
+    const std::vector<std::pair<const CudnnDepthwise*, const char*>> convs =
+        f16 ? std::vector<std::pair<const CudnnDepthwise*, const char*>>{{f.conv.get(), "/f16acc"},
+                                                                          {f.conv_f32acc.get(), "/f32acc"}}
+            : std::vector<std::pair<const CudnnDepthwise*, const char*>>{{f.conv.get(), ""}};
+    for (const auto& [conv, tag] : convs) {
+      CudnnResult rl = bench_candidates(legacy_candidates(*conv, op, cudnn_workspace_cap()), operands,
+                                        ctx.opts.warmup, ctx.opts.reps, ctx.stream, r.found ? r.best.median_ms : 0);
+      std::cout << "  cudnn" << (f16 ? (conv == f.conv.get() ? " (fp16 accumulation)" : " (fp32 accumulation)") : "")
+                << " timed: " << join(rl.timed) << "; skipped: " << join(rl.skipped) << '\n';
+      keep_faster(r, std::move(rl), "", tag);
     }
   }
   if (!r.found) return;

@@ -292,11 +292,6 @@ CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, cons
   return result;
 }
 
-CudnnResult bench_cudnn(const CudnnDepthwise& conv, DwconvOp op, const OperandsFn& operands, int warmup, int reps,
-                        cudaStream_t stream) {
-  return bench_candidates(legacy_candidates(conv, op, cudnn_workspace_cap()), operands, warmup, reps, stream);
-}
-
 std::vector<float> to_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p) {
   CNN_CHECK(int64_t(w.size()) == p.w_elems(), "to_cudnn_filter: expected ", p.w_elems(), " weights, got ", w.size());
   std::vector<float> out(w.size());

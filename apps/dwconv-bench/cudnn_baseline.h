@@ -101,10 +101,6 @@ std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, dwconv
 CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, const OperandsFn& operands, int warmup,
                              int reps, cudaStream_t stream, double best_known_ms = 0, double probe_budget_ms = 0);
 
-// bench_candidates over legacy_candidates(conv, op, cudnn_workspace_cap()).
-CudnnResult bench_cudnn(const CudnnDepthwise& conv, dwconv::DwconvOp op, const OperandsFn& operands, int warmup,
-                        int reps, cudaStream_t stream);
-
 // Reorders a filter from the project's (FH, FW, C) layout to cuDNN's NHWC-filter layout (C, FH, FW, 1).
 std::vector<float> to_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p);
 // Inverse for dW results: (C, FH, FW) -> (FH, FW, C).

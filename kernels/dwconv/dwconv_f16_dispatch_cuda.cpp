@@ -13,12 +13,12 @@ namespace cnn::dwconv {
 
 namespace {
 
-enum class F16Path { tensor_core, tc_ring, cuda_core, vslide, direct };
+enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
 
-// CNN_DWCONV_F16_PATH = auto | ring | t | cc | vs forces the stride-1 forward-style kernel (benchmarks, comparisons);
+// CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
 // a forced kernel that cannot run the shape is an error, never a silent fallback.
 const std::string& forced_path() {
-  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc", "vs"});
+  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc"});
   return value;
 }
 
@@ -36,7 +36,7 @@ BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
 }
 
 std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
-  if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
+  if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcTiledForce{});
   return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
 
@@ -55,12 +55,6 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
     CNN_CHECK(g.fw <= kCcMaxFw, "CNN_DWCONV_F16_PATH=cc: FW must be <= ", kCcMaxFw, ", got ", g.fw);
     return F16Path::cuda_core;
   }
-  const bool vslide_ok = g.fh <= kVslideMaxF && g.fw <= kVslideMaxF;  // C % 8 == 0 and 16-byte aligned here
-  if (forced == "vs") {
-    CNN_CHECK(vslide_ok, "CNN_DWCONV_F16_PATH=vs: FH and FW must be <= ", kVslideMaxF, ", got ", g.fh, "x", g.fw);
-    return F16Path::vslide;
-  }
-  if (vslide_ok) return F16Path::vslide;
   if (g.fw <= kCcMaxFw) return F16Path::cuda_core;
   return g.fw <= kTcRingMaxFw ? F16Path::tc_ring : F16Path::tensor_core;
 }
@@ -78,8 +72,6 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
     }
     case F16Path::cuda_core:
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64");
-    case F16Path::vslide:
-      return str_cat(op, " f16 cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16 ch/thread=4");
     case F16Path::direct:
       break;
   }
@@ -98,9 +90,6 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
-      return;
-    case F16Path::vslide:
-      launch_dwconv_vslide_f16(src, w, bias, dst, g, stream);
       return;
     case F16Path::direct:
       launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);
@@ -153,7 +142,7 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   const BfcPath path = choose_bfc(p, x, dy);
   if (dwconv_verbose()) log_path_once("bfc", p, bfc_path_name(path, p, accum));
   if (path == BfcPath::tiled)
-    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
+    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcTiledForce{}, stream);
   else
     launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -31,11 +32,6 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
 inline constexpr int kCcMaxFw = 5;
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
-
-// Row-sliding kernel up to 5x5 (dwconv_vslide.cu; FP32 declarations and the constraints in dwconv_cuda_internal.h).
-bool vslide_f16_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst);
-void launch_dwconv_vslide_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, cudaStream_t stream);
 // Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream);
@@ -53,17 +49,12 @@ void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const D
                            const BfcF16Force& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force);
 
-// ---- Backward-filter at stride 1, any filter (dwconv_f16_bfc_tiled.cu), FP32 or hybrid accumulation: C % 4 == 0,
-// x and dy 8-byte aligned (null counts as aligned, for path names). Thread = 4 channels x a tile of filter rows x
-// <= 7 filter columns, sliding along dY rows; one global atomic per (tap, channel) per block. ha follows the
-// emulation's runs exactly (strips start at multiples of kBfcHaRun).
-struct BfcF16TiledForce {
-  int z = 0;      // > 0: this many accumulation chunks of block steps (clamped to the number of steps)
-  int strip = 0;  // > 0: dY column strips this wide (clamped to OW; ha: a multiple of kBfcHaRun unless >= OW)
-};
+// ---- Backward-filter at stride 1, any filter (dwconv_bfc_tiled.cu, shared with FP32: design and BfcTiledForce in
+// dwconv_bfc_cuda.h), FP32 or hybrid accumulation: C % 4 == 0, x and dy 8-byte aligned (null counts as aligned, for
+// path names). ha follows the emulation's runs exactly (strips start at multiples of kBfcHaRun).
 bool bfc_f16_tiled_supports(const DwconvParams& p, const void* x, const void* dy);
 void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
-                                 const BfcF16TiledForce& force, cudaStream_t stream);
-std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force);
+                                 const BfcTiledForce& force, cudaStream_t stream);
+std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force);
 
 }  // namespace cnn::dwconv

@@ -185,20 +185,6 @@ TEST(DwconvFp16Gpu, LargerShapesMatchReference) {
   check_case(same(1, 32, 32, 256, 51, 51), 4243, 0, false);
 }
 
-// A forward (y, with bias) and backward-data (dx) result of one kernel against the FP64 references: FP32 sums of
-// exact FP16 products rounded once to FP16 (bound per element), and the mean error against the bar.
-void expect_forward_style_ok(const DwconvParams& p, const f16test::References& ref, const DeviceArray<__half>& y,
-                             const DeviceArray<__half>& dx, const std::string& name) {
-  const auto fwd =
-      f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag, f16test::fp16_output_bound(p.fh * p.fw + 1));
-  const auto bdc =
-      f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag, f16test::fp16_output_bound(p.fh * p.fw));
-  f16test::expect_ok(fwd, "forward " + name);
-  f16test::expect_ok(bdc, "backward-data " + name);
-  EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
-  EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
-}
-
 // The dispatcher picks one kernel per shape; every forward-style kernel must be right on every shape class.
 TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
   SKIP_WITHOUT_GPU();
@@ -217,10 +203,9 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 9; ++variant) {
+    for (int variant = 0; variant < 8; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
-      if (variant >= 5 && variant < 8 && p.fw > kTcRingMaxFw) continue;
-      if (variant == 8 && (p.fh > kVslideMaxF || p.fw > kVslideMaxF)) continue;
+      if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
       y.poison(), dx.poison();
       std::string what;
       if (variant < 3) {
@@ -232,10 +217,6 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         what = "direct vec8";
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
-      } else if (variant == 8) {
-        what = "vslide";
-        launch_dwconv_vslide_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
-        launch_dwconv_vslide_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
       } else if (variant >= 5) {
         const int q = 1 << (variant - 5);
         what = "tc-ring Q" + std::to_string(q);
@@ -247,47 +228,17 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
       }
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-      expect_forward_style_ok(p, ref, y, dx, what + " " + p.str() + " seed=" + std::to_string(seed - 1));
+      const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
+      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
+      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw));
+      f16test::expect_ok(fwd, "forward " + name);
+      f16test::expect_ok(bdc, "backward-data " + name);
+      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
+      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
     }
   }
-}
-
-// The row-sliding kernel for filters up to 5x5 on the shapes where its tiling has edges: tiles of 16 rows cut
-// short, column strips past OW, channel lanes that do not fill a block (C/4 = 2, 18) or need several channel
-// blocks (C = 1032: 258 groups), paddings that crop or extend (backward-data geometry), 1-row and 1-column maps.
-TEST(DwconvFp16Gpu, VslideKernelAwkwardShapes) {
-  SKIP_WITHOUT_GPU();
-  uint64_t seed = 9300;
-  for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(3, 40, 37, 1032, 3, 3), same(2, 33, 5, 8, 3, 3),
-                        same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
-                        Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 3, 1, 1, 1, 0, 2, 0},
-                        Case{1, 35, 17, 40, 3, 3, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
-                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 2, 2),
-                        // beyond 3x3: 2 channels per thread (C % 2 == 0 suffices)
-                        same(1, 17, 34, 72, 5, 5), same(1, 40, 37, 130, 5, 5), Case{2, 33, 5, 6, 5, 4, 1, 1, 2, 1, 1, 2},
-                        same(1, 2, 3, 2, 5, 5), Case{1, 20, 41, 136, 4, 5, 1, 1, 0, 3, 4, 0},
-                        Case{1, 6, 7, 10, 5, 3, 1, 1, 6, 6, 0, 0}}) {
-    const DwconvParams p = k.params();
-    const HalfData d = f16test::make_data(p, seed++);
-    const f16test::References ref = f16test::references(p, d);
-    DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
-    x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
-    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    ASSERT_TRUE(vslide_f16_supports(gf, x.get(), w.get(), b.get(), y.get())) << p.str();
-    y.poison(), dx.poison();
-    launch_dwconv_vslide_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
-    launch_dwconv_vslide_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    expect_forward_style_ok(p, ref, y, dx, "vslide " + p.str() + " seed=" + std::to_string(seed - 1));
-  }
-  const ConvGeometry strided = forward_geometry(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params());
-  EXPECT_FALSE(vslide_f16_supports(strided, nullptr, nullptr, nullptr, nullptr));
-  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 72, 7, 5).params()), nullptr, nullptr, nullptr,
-                                   nullptr));  // FH > 5
-  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 6, 3, 3).params()), nullptr, nullptr, nullptr,
-                                   nullptr));  // 3x3 takes 4 channels per thread: C % 4 != 0
-  EXPECT_FALSE(vslide_f16_supports(forward_geometry(same(1, 17, 34, 7, 5, 5).params()), nullptr, nullptr, nullptr,
-                                   nullptr));  // odd C
 }
 
 // Every backward-filter column tiling and Z split, both accumulations.
@@ -337,9 +288,9 @@ void check_bfc_tiled(const Case& k, uint64_t seed) {
   const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     const bool ha = accum == BfcAccum::ha;
-    const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
-                                       BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
-    for (const BfcF16TiledForce& force : forces) {
+    const BfcTiledForce forces[] = {BfcTiledForce{}, BfcTiledForce{3, ha ? kBfcHaRun : 5},
+                                    BfcTiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
+    for (const BfcTiledForce& force : forces) {
       dw.poison();
       launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
@@ -446,7 +397,7 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
   EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
   DeviceArray<__half> x(small.x_elems()), dy(small.y_elems());
   DeviceArray<float> dw(small.w_elems());
-  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcF16TiledForce{0, 20},
+  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcTiledForce{0, 20},
                                            nullptr),
                cnn::Error);
 }

@@ -240,17 +240,18 @@ TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
   unsetenv(var);
 }
 
-// The row-sliding kernel (filters up to 5x5), launched directly in both geometries: tiles of 16 rows cut short,
-// column strips past OW, partial channel lanes and several channel blocks, paddings that crop or extend, 2 channels
-// per thread beyond 3x3 (C % 2 == 0 suffices there). Outputs NaN-poisoned first.
+// The FP32 row-sliding kernel (filters up to 3x3), launched directly in both geometries: tiles of 16 rows cut
+// short, column strips past OW, channel lanes that do not fill a block (C/4 = 2, 18) or need several channel blocks
+// (C = 1032: 258 groups), paddings that crop or extend (backward-data geometry), 1-row and 1-column maps, non-square
+// and even filters. Outputs NaN-poisoned first.
 TEST(DwconvGpu, VslideKernelMatchesReference) {
   SKIP_WITHOUT_GPU();
   uint64_t seed = 9500;
   for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(3, 40, 37, 1032, 3, 3), same(2, 33, 5, 8, 3, 3),
-                        same(1, 1, 1, 8, 3, 3), Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0},
-                        Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3}, same(1, 16, 64, 128, 1, 1),
-                        same(1, 17, 34, 72, 5, 5), same(1, 40, 37, 130, 5, 5), Case{2, 33, 5, 6, 5, 4, 1, 1, 2, 1, 1, 2},
-                        same(1, 2, 3, 2, 5, 5), Case{1, 6, 7, 10, 5, 3, 1, 1, 6, 6, 0, 0}}) {
+                        same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
+                        Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 3, 1, 1, 1, 0, 2, 0},
+                        Case{1, 35, 17, 40, 3, 3, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
+                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 2, 2)}) {
     const DwconvParams p = params_of(k);
     const ForwardStyleData fd = forward_style_data(p, seed++);
     DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
@@ -266,12 +267,14 @@ TEST(DwconvGpu, VslideKernelMatchesReference) {
     expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
     expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
   }
-  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1})), nullptr,
-                                   nullptr, nullptr, nullptr));  // stride 2
-  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(same(1, 17, 34, 6, 3, 3))), nullptr, nullptr, nullptr,
-                                   nullptr));  // 3x3 takes 4 channels per thread
-  EXPECT_FALSE(vslide_f32_supports(forward_geometry(params_of(same(1, 17, 34, 72, 7, 5))), nullptr, nullptr, nullptr,
-                                   nullptr));  // FH > 5
+  const auto supported = [](const Case& k) {
+    return vslide_f32_supports(forward_geometry(params_of(k)), nullptr, nullptr, nullptr, nullptr);
+  };
+  EXPECT_FALSE(supported(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}));  // stride 2
+  EXPECT_FALSE(supported(same(1, 17, 34, 6, 3, 3)));                     // C % 4 != 0
+  EXPECT_FALSE(supported(same(1, 17, 34, 72, 5, 5)));                    // FH and FW > 3
+  EXPECT_FALSE(supported(same(1, 17, 34, 72, 5, 3)));                    // FH > 3
+  EXPECT_FALSE(supported(same(1, 17, 34, 72, 3, 5)));                    // FW > 3
 }
 
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
