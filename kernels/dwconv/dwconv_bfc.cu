@@ -307,38 +307,9 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec) {
   return s;
 }
 
-// CNN_DWCONV_F32_BFC_PATH = auto | tile | slide forces the register-tile kernel above or the sliding-tile kernel
-// (dwconv_bfc_tiled.cu, shared with FP16) for A/B runs; slide on a shape it cannot run is an error.
-const std::string& forced_bfc_path() {
-  static const std::string value = env_choice("CNN_DWCONV_F32_BFC_PATH", {"auto", "tile", "slide"});
-  return value;
-}
-
-// Filters up to this size take the sliding-tile kernel (stride 1, C % 4 == 0, 16-byte aligned x and dy).
-constexpr int kSlideMaxF = 5;
-
-// True when the sliding-tile kernel runs this call: never under a forced register-tile plan (tests, tuning).
-bool use_sliding(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy) {
-  if (force.tile_r != 0 || force.tile_tm != 0 || force.z != 0 || force.generic) return false;
-  const std::string& forced = forced_bfc_path();
-  if (forced == "tile") return false;
-  const bool ok = bfc_tiled_f32_supports(p, x, dy);
-  if (forced == "slide") {
-    CNN_CHECK(ok, "CNN_DWCONV_F32_BFC_PATH=slide: the sliding-tile kernel needs stride 1, C % 4 == 0 and 16-byte "
-                  "aligned x and dy, got ", p.str());
-    return true;
-  }
-  return ok && p.fh <= kSlideMaxF && p.fw <= kSlideMaxF;
-}
-
 void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, const BfcForce& force,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
-  if (use_sliding(p, force, x, dy)) {
-    log_path_once("bfc", p, dwconv_bfc_tiled_f32_path_name(p, BfcTiledForce{}));
-    launch_dwconv_bfc_tiled_f32(x, dy, dw, p, BfcTiledForce{}, stream);
-    return;
-  }
   const bool vec = vec_ok(x, dy, p.c);
   const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, stream);
   log_path_once("bfc", p, describe(plan, p, vec));
@@ -364,7 +335,6 @@ void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* 
 
 std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
   p.validate("bfc_path_name");
-  if (use_sliding(p, force, nullptr, nullptr)) return dwconv_bfc_tiled_f32_path_name(p, BfcTiledForce{});
   const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
   return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, nullptr), p, vec);
 }

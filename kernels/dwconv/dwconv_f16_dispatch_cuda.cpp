@@ -36,7 +36,7 @@ BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
 }
 
 std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
-  if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcTiledForce{});
+  if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
   return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
 
@@ -142,7 +142,7 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   const BfcPath path = choose_bfc(p, x, dy);
   if (dwconv_verbose()) log_path_once("bfc", p, bfc_path_name(path, p, accum));
   if (path == BfcPath::tiled)
-    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcTiledForce{}, stream);
+    launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
   else
     launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
 }

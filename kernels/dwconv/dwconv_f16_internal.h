@@ -8,7 +8,6 @@
 #include <string>
 
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -49,12 +48,17 @@ void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const D
                            const BfcF16Force& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force);
 
-// ---- Backward-filter at stride 1, any filter (dwconv_bfc_tiled.cu, shared with FP32: design and BfcTiledForce in
-// dwconv_bfc_cuda.h), FP32 or hybrid accumulation: C % 4 == 0, x and dy 8-byte aligned (null counts as aligned, for
-// path names). ha follows the emulation's runs exactly (strips start at multiples of kBfcHaRun).
+// ---- Backward-filter at stride 1, any filter (dwconv_f16_bfc_tiled.cu), FP32 or hybrid accumulation: C % 4 == 0,
+// x and dy 8-byte aligned (null counts as aligned, for path names). Thread = 4 channels x a tile of filter rows x
+// <= 7 filter columns, sliding along dY rows; one global atomic per (tap, channel) per block. ha follows the
+// emulation's runs exactly (strips start at multiples of kBfcHaRun).
+struct BfcF16TiledForce {
+  int z = 0;      // > 0: this many accumulation chunks of block steps (clamped to the number of steps)
+  int strip = 0;  // > 0: dY column strips this wide (clamped to OW; ha: a multiple of kBfcHaRun unless >= OW)
+};
 bool bfc_f16_tiled_supports(const DwconvParams& p, const void* x, const void* dy);
 void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
-                                 const BfcTiledForce& force, cudaStream_t stream);
-std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force);
+                                 const BfcF16TiledForce& force, cudaStream_t stream);
+std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force);
 
 }  // namespace cnn::dwconv

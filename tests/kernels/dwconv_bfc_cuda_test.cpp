@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -79,16 +78,12 @@ std::vector<float> random_vector(int64_t n, uint32_t seed) {
   return v;
 }
 
-// Runs one BFC kernel on device x, dy and a NaN-poisoned dw.
-using BfcRun = std::function<void(const float* x, const float* dy, float* dw)>;
-
 // Runs one BFC path (x offset by `x_offset` floats from an aligned allocation) and checks every dW entry against
 // the FP64 reference: |got - ref| <= 8 * sqrt(L) * u * sum|x*dy| per entry (u = 2^-24, L = N*OH*OW terms).
 // Each entry is a sequential FP32 sum of <= L/Z fused products per thread plus Z atomic adds; its rounding error is
 // bounded by gamma_L * sum|x*dy| and with overwhelming probability by a small multiple of sqrt(L) * u * sum|x*dy|
 // (Higham, probabilistic bound); 8 leaves a wide margin while any missing or doubled term is ~ sum|x*dy| / L.
-void check_bfc_run(const DwconvParams& p, const BfcRun& run, const std::function<std::string()>& path,
-                   uint32_t seed, int x_offset = 0) {
+void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0) {
   const std::vector<float> x = random_vector(p.x_elems(), seed), dy = random_vector(p.y_elems(), seed + 1);
   std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
   std::vector<double> ref(size_t(p.w_elems())), bound(size_t(p.w_elems()));
@@ -103,7 +98,7 @@ void check_bfc_run(const DwconvParams& p, const BfcRun& run, const std::function
   cuda_ok(cudaMemcpy(x_ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "copy x");
   cuda_ok(cudaMemcpy(dy_dev.get(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
   cuda_ok(cudaMemset(dw_dev.get(), 0xFF, size_t(p.w_elems()) * sizeof(float)), "poison dw");  // all-ones = NaN
-  run(x_ptr, dy_dev.get(), dw_dev.get());
+  dwconv_backward_filter_cuda_forced(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
   cuda_ok(cudaDeviceSynchronize(), "bfc run");
   std::vector<float> got(size_t(p.w_elems()));
   cuda_ok(cudaMemcpy(got.data(), dw_dev.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy dw");
@@ -120,17 +115,11 @@ void check_bfc_run(const DwconvParams& p, const BfcRun& run, const std::function
   }
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
-    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << path() << "' x_offset " << x_offset
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_path_name(p, force) << "' x_offset " << x_offset
                   << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
                   << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed " << rel * bound[size_t(e)]
                   << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel << " (bound " << rel << ")";
   }
-}
-
-void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0) {
-  check_bfc_run(
-      p, [&](const float* x, const float* dy, float* dw) { dwconv_backward_filter_cuda_forced(x, dy, dw, p, force, nullptr); },
-      [&] { return bfc_path_name(p, force); }, seed, x_offset);
 }
 
 struct Case {
@@ -183,33 +172,6 @@ TEST(DwconvBfcGpu, EveryZSplitMatchesReference) {
   const DwconvParams p = same(3, 10, 19, 64, 5, 7);  // 30 dY rows, 10 per image
   for (int z : {1, 2, 3, 7, 10, 29, 30, 1000}) check_bfc(p, BfcForce{0, 0, z, false}, 300 + uint32_t(z));
   for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z, false}, 400 + uint32_t(z));
-}
-
-// The sliding-tile kernel (dwconv_bfc_tiled.cu) on FP32 data, launched directly on every stride-1 C % 4 == 0 case:
-// every tile width 1..7 and row count (1x1 .. 51x51, strips 51x5 / 5x51), several Z chunks and column strips
-// (forced, including one strip per column and more chunks than rows).
-TEST(DwconvBfcGpu, SlidingTileKernelMatchesReference) {
-  SKIP_WITHOUT_DEVICE();
-  std::vector<Case> cases;
-  for (const Case& k : default_cases())
-    if (bfc_tiled_f32_supports(k.p, nullptr, nullptr)) cases.push_back(k);
-  cases.push_back({same(2, 9, 40, 8, 2, 2), 40});   // TW 2, even filter
-  cases.push_back({same(1, 30, 9, 12, 6, 6), 41});  // TW 6
-  cases.push_back({same(2, 7, 66, 16, 4, 4), 42});  // TW 4, OW > 64
-  ASSERT_GE(cases.size(), 14u);
-  for (const Case& k : cases)
-    for (const BfcTiledForce& force : {BfcTiledForce{}, BfcTiledForce{3, 5}, BfcTiledForce{1000000, 1}})
-      check_bfc_run(
-          k.p,
-          [&](const float* x, const float* dy, float* dw) {
-            launch_dwconv_bfc_tiled_f32(x, dy, dw, k.p, force, nullptr);
-          },
-          [&] { return dwconv_bfc_tiled_f32_path_name(k.p, force) + " (forced Z/strip)"; },
-          k.seed + 3000 + uint32_t(force.z + force.strip));
-  EXPECT_FALSE(bfc_tiled_f32_supports(same(1, 17, 34, 72, 3, 3), reinterpret_cast<const void*>(uintptr_t(8)),
-                                      nullptr));  // 8-byte aligned x: the float4 loads need 16
-  EXPECT_FALSE(bfc_tiled_f32_supports(same(2, 17, 34, 3, 3, 3), nullptr, nullptr));  // C % 4 != 0
-  EXPECT_FALSE(bfc_tiled_f32_supports(make_params(2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1), nullptr, nullptr));
 }
 
 TEST(DwconvBfcGpu, GenericKernelMatchesReference) {

@@ -288,9 +288,9 @@ void check_bfc_tiled(const Case& k, uint64_t seed) {
   const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     const bool ha = accum == BfcAccum::ha;
-    const BfcTiledForce forces[] = {BfcTiledForce{}, BfcTiledForce{3, ha ? kBfcHaRun : 5},
-                                    BfcTiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
-    for (const BfcTiledForce& force : forces) {
+    const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
+                                       BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
+    for (const BfcF16TiledForce& force : forces) {
       dw.poison();
       launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
@@ -397,7 +397,7 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
   EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
   DeviceArray<__half> x(small.x_elems()), dy(small.y_elems());
   DeviceArray<float> dw(small.w_elems());
-  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcTiledForce{0, 20},
+  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcF16TiledForce{0, 20},
                                            nullptr),
                cnn::Error);
 }

@@ -1,9 +1,6 @@
-// Depthwise backward-filter at stride 1, any FH x FW, sliding along dY rows: FP16 data with FP32 or hybrid (ha)
-// accumulation, or FP32 data; FP32 dW.
-// dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c]; X, dY (N,H,W,C), dW (FH,FW,C) FP32.
+// FP16 depthwise backward-filter at stride 1, any FH x FW, FP32 or hybrid (ha) accumulation, FP32 dW:
+// dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c]; X, dY (N,H,W,C) FP16, dW (FH,FW,C) FP32.
 // Reference: dwconv_backward_filter_reference (FP64) and its ha emulation dwconv_backward_filter_reference_f16.
-// FP32 data: the same kernel with 16-byte loads of 4 floats (512 contiguous bytes per warp) and no conversions;
-// its loads in flight take twice the registers, hence its own kRtMax (kRtMaxF32 below).
 //
 // Design (why these numbers; docs/dwconv-fp16.md, backward-filter):
 // - Thread = 4 consecutive channels (one 8-byte load: 32 lanes = 256 contiguous bytes) x a tile of nr filter rows x
@@ -54,10 +51,8 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <type_traits>
 
 #include "core/cuda_check.h"
-#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
@@ -74,18 +69,12 @@ constexpr int kTwMinWide = 4;     // narrowest column tile for FW > kTwMax
 // Most filter rows per thread for a tile width: nr * TW <= 10 (window + accumulators <= 80 registers), lowered where
 // ptxas spilled at 128 registers (TW 1: 7 -> 5, TW 2: 4 -> 3, TW 6: 1 with the loads-first blocks). TW 5 takes 2 rows
 // (128 registers, no spills): 5x5 and 9x9 ran 1.03-1.36x faster than with 1-row tiles (H200, both modes).
-constexpr int kRtMaxF16[kTwMax + 1] = {0, 5, 3, 3, 2, 2, 1, 1};
-// FP32 data: each load in flight holds 4 registers instead of 2; lowered where ptxas spilled at 128 registers (TW 1:
-// 5 -> 4, 4 bytes; TW 3: 3 -> 2, 8 bytes; TW 5: 2 -> 1, 40 bytes).
-constexpr int kRtMaxF32[kTwMax + 1] = {0, 4, 3, 2, 2, 1, 1, 1};
-template <class T>
-constexpr const int* kRtMax = std::is_same_v<T, float> ? kRtMaxF32 : kRtMaxF16;
+constexpr int kRtMax[kTwMax + 1] = {0, 5, 3, 3, 2, 2, 1, 1};
 static_assert((kBfcHaRun & (kBfcHaRun - 1)) == 0 && kMinStrip % kBfcHaRun == 0, "ha runs tile the strips");
 
-template <class T>
 struct TiledArgs {
-  const T* __restrict__ x;   // (N, IH, IW, C)
-  const T* __restrict__ dy;  // (N, OH, OW, C)
+  const __half* __restrict__ x;   // (N, IH, IW, C)
+  const __half* __restrict__ dy;  // (N, OH, OW, C)
   float* __restrict__ dw;         // (FH, FW, C), zeroed; one atomic add per (tap, channel) per block
   int ih, iw, c, oh, ow, fh, fw, pt, pl;
   int ng, nct;                    // row groups (fg: rows [fg*FH/ng, (fg+1)*FH/ng)), column tiles of TW columns
@@ -103,11 +92,11 @@ struct BlockWork {
 
 // One dY row as a thread sees it: its nr X rows (ih = oh + i_lo + k - pT) and the dY row, both already offset to
 // the thread's channel; xc0 = s0 + j0 - pL is the X column of the tile's first tap at the strip's first dY column.
-template <class T, int kNr>
+template <int kNr>
 struct RowPtrs {
   int x[kNr];    // element offset of X row ih at channel c (< x_elems < 2^31: 32 bits, one register per row)
   bool ok[kNr];  // 0 <= ih < IH; else the row reads as zeros (padding)
-  const T* dy;
+  const __half* dy;
   int xc0;
 };
 
@@ -121,15 +110,7 @@ struct Lane<true> {
   __half2 v[kCpt / 2];
 };
 
-// One load of a thread's 4 channels: 4 halves (8 bytes) or 4 floats (16 bytes).
-template <class T>
-using Raw = std::conditional_t<std::is_same_v<T, float>, float4, uint2>;
-
-// Widens (fp32) or keeps (ha) the 4 halves of one 8-byte load, or takes 4 floats as they are; all-zero bits read as
-// zeros in every mode.
-__device__ __forceinline__ void to_lane(float4 u, Lane<false>& out) {
-  out.v[0] = u.x, out.v[1] = u.y, out.v[2] = u.z, out.v[3] = u.w;
-}
+// Widens (fp32) or keeps (ha) the 4 halves of one 8-byte load; all-zero bits read as zeros in both modes.
 __device__ __forceinline__ void to_lane(uint2 u, Lane<false>& out) {
   const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
   const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
@@ -181,26 +162,25 @@ struct TileSums {
 
 // The raw loads of one step: X column xc of each of the thread's rows (zero bits outside the image: padding) and
 // dY column `col`.
-template <class T, int kNr>
+template <int kNr>
 struct StepLoads {
-  Raw<T> x[kNr];
-  Raw<T> d;
+  uint2 x[kNr];
+  uint2 d;
 };
 
-template <class T, int kNr>
-__device__ __forceinline__ Raw<T> load_x(const RowPtrs<T, kNr>& r, int k, int xc, const TiledArgs<T>& a) {
+template <int kNr>
+__device__ __forceinline__ uint2 load_x(const RowPtrs<kNr>& r, int k, int xc, const TiledArgs& a) {
   if (static_cast<unsigned>(xc) < static_cast<unsigned>(a.iw) && r.ok[k])
-    return __ldg(reinterpret_cast<const Raw<T>*>(a.x + (r.x[k] + xc * a.c)));  // 0 <= xc < IW: below x_elems
-  return Raw<T>{};
+    return __ldg(reinterpret_cast<const uint2*>(a.x + (r.x[k] + xc * a.c)));  // 0 <= xc < IW: below x_elems
+  return make_uint2(0u, 0u);
 }
 
-template <class T, int kNr>
-__device__ __forceinline__ StepLoads<T, kNr> fetch_step(const RowPtrs<T, kNr>& r, int col, int xc,
-                                                        const TiledArgs<T>& a) {
-  StepLoads<T, kNr> v;
+template <int kNr>
+__device__ __forceinline__ StepLoads<kNr> fetch_step(const RowPtrs<kNr>& r, int col, int xc, const TiledArgs& a) {
+  StepLoads<kNr> v;
 #pragma unroll
   for (int k = 0; k < kNr; ++k) v.x[k] = load_x(r, k, xc, a);
-  v.d = __ldg(reinterpret_cast<const Raw<T>*>(r.dy + col * a.c));  // col * C < OW * C: no int overflow
+  v.d = __ldg(reinterpret_cast<const uint2*>(r.dy + col * a.c));  // col * C < OW * C: no int overflow
   return v;
 }
 
@@ -208,9 +188,9 @@ __device__ __forceinline__ StepLoads<T, kNr> fetch_step(const RowPtrs<T, kNr>& r
 // slide_row): before the step, slot (phase + j) % TW holds X column xc0 + col + j for j < TW-1; the step puts tap
 // TW-1's column (v.x) into the last slot. ha: the run of the emulation ends after dY column s0 + col when
 // (s0 + col + 1) % 32 == 0 (s0 % 32 == 0) or at the strip's end (col + 1 == count), so the partials are flushed there.
-template <class T, int kTw, int kNr, bool kHa>
+template <int kTw, int kNr, bool kHa>
 __device__ __forceinline__ void step(TileSums<kTw, kNr, kHa>& st, Lane<kHa> (&win)[kNr][kTw],
-                                     const StepLoads<T, kNr>& v, int col, int phase, int count) {
+                                     const StepLoads<kNr>& v, int col, int phase, int count) {
 #pragma unroll
   for (int k = 0; k < kNr; ++k) to_lane(v.x[k], win[k][(phase + kTw - 1) % kTw]);
   Lane<kHa> d;
@@ -241,9 +221,9 @@ __device__ __forceinline__ void step(TileSums<kTw, kNr, kHa>& st, Lane<kHa> (&wi
 // phase + 1: slot (phase + 1 + j) % TW for j < TW-1 is either an old slot (phase + j') % TW with j' = j + 1 <=
 // TW-1, holding xc0 + col + j' = xc0 + (col + 1) + j, or (j = TW-2) the slot just written, holding
 // xc0 + col + TW-1 = xc0 + (col + 1) + j. Both loops advance col by kU, a multiple of TW, so phase = s % TW.
-template <class T, int kTw, int kNr, bool kHa>
-__device__ __forceinline__ void slide_row(TileSums<kTw, kNr, kHa>& st, const RowPtrs<T, kNr>& r, int count,
-                                          const TiledArgs<T>& a) {
+template <int kTw, int kNr, bool kHa>
+__device__ __forceinline__ void slide_row(TileSums<kTw, kNr, kHa>& st, const RowPtrs<kNr>& r, int count,
+                                          const TiledArgs& a) {
   constexpr int kU = kTw >= 3 ? kTw : 4;  // steps per unrolled block: a multiple of TW, >= 3 steps of loads
   static_assert(kU % kTw == 0, "the ring phase of step s must be s % TW");
   Lane<kHa> win[kNr][kTw];
@@ -255,16 +235,16 @@ __device__ __forceinline__ void slide_row(TileSums<kTw, kNr, kHa>& st, const Row
   for (; col + kU <= count; col += kU) {
     // All loads of the block first, then its FMAs: kU steps of loads in flight hide the L1/L2 latency (written
     // load-by-step, ptxas interleaved them with the FMAs here and the kernel stalled on every step's loads).
-    StepLoads<T, kNr> v[kU];
+    StepLoads<kNr> v[kU];
 #pragma unroll
     for (int s = 0; s < kU; ++s) v[s] = fetch_step(r, col + s, r.xc0 + col + s + kTw - 1, a);
 #pragma unroll
-    for (int s = 0; s < kU; ++s) step<T, kTw, kNr, kHa>(st, win, v[s], col + s, s % kTw, count);
+    for (int s = 0; s < kU; ++s) step<kTw, kNr, kHa>(st, win, v[s], col + s, s % kTw, count);
   }
 #pragma unroll
   for (int s = 0; s < kU; ++s)
-    if (col + s < count)
-      step<T, kTw, kNr, kHa>(st, win, fetch_step(r, col + s, r.xc0 + col + s + kTw - 1, a), col + s, s % kTw, count);
+    if (col + s < count) step<kTw, kNr, kHa>(st, win, fetch_step(r, col + s, r.xc0 + col + s + kTw - 1, a), col + s,
+                                             s % kTw, count);
 }
 
 // Thread (tile, r_off, cg): filter rows [i_lo, i_lo + nr) x columns [j0, j0 + TW) of its tile, channels
@@ -273,15 +253,15 @@ __device__ __forceinline__ void slide_row(TileSums<kTw, kNr, kHa>& st, const Row
 // each (tap, channel) exactly once (a row whose nr X rows all lie in the padding adds zero and is skipped).
 // Sums go to the block's shared sums red[((i*FW + j)*4 + ch)*G + cg] (R > 1) or straight to dW (red null, R = 1:
 // the thread is the only one of its block holding these taps and channels).
-template <class T, int kTw, int kNr, bool kHa>
-__device__ __forceinline__ void accumulate_rows(const TiledArgs<T>& a, const BlockWork& bw, int i_lo, int j0,
-                                                int r_off, int cg, float* red) {
+template <int kTw, int kNr, bool kHa>
+__device__ __forceinline__ void accumulate_rows(const TiledArgs& a, const BlockWork& bw, int i_lo, int j0, int r_off,
+                                                int cg, float* red) {
   const int c = (bw.slice * a.g_slice + cg) * kCpt;
   TileSums<kTw, kNr, kHa> st;
   st.init();
   for (int g = bw.g_begin + r_off; g < bw.g_end; g += a.rows_step) {
     const int n = g / a.oh, oh = g - n * a.oh;
-    RowPtrs<T, kNr> r;
+    RowPtrs<kNr> r;
     bool any = false;
 #pragma unroll
     for (int k = 0; k < kNr; ++k) {
@@ -293,7 +273,7 @@ __device__ __forceinline__ void accumulate_rows(const TiledArgs<T>& a, const Blo
     if (!any) continue;
     r.dy = a.dy + (static_cast<long long>(g) * a.ow + bw.s0) * a.c + c;
     r.xc0 = bw.s0 + j0 - a.pl;
-    slide_row<T, kTw, kNr, kHa>(st, r, bw.count, a);
+    slide_row<kTw, kNr, kHa>(st, r, bw.count, a);
   }
 #pragma unroll
   for (int k = 0; k < kNr; ++k)
@@ -315,9 +295,8 @@ __device__ __forceinline__ void accumulate_rows(const TiledArgs<T>& a, const Blo
 // r_off) * G + cg. Tiles hold kRt or kRt - 1 rows (uniform per warp when R*G is a multiple of 32). R > 1 (then the
 // block holds every tile): dynamic shared memory of FH*FW*4*G floats of block sums, one global atomic per (tap,
 // channel) after the barrier.
-template <class T, int kTw, int kRt, bool kHa>
-__global__ void __launch_bounds__(kBlockMax, 1) bfc_tiled_kernel(const TiledArgs<T> a) {
-  static_assert(!kHa || std::is_same_v<T, __half>, "hybrid accumulation is for FP16 data");
+template <int kTw, int kRt, bool kHa>
+__global__ void __launch_bounds__(kBlockMax, 1) bfc_f16_tiled_kernel(const TiledArgs a) {
   extern __shared__ float red[];
   const int t = static_cast<int>(threadIdx.x), gs = a.g_slice, per_tile = a.rows_step * gs;
   int b = static_cast<int>(blockIdx.x);
@@ -345,9 +324,9 @@ __global__ void __launch_bounds__(kBlockMax, 1) bfc_tiled_kernel(const TiledArgs
     const int i_lo = fg * a.fh / a.ng, nr = (fg + 1) * a.fh / a.ng - i_lo;
     float* sums = shared_sums ? red : nullptr;
     if (nr == kRt) {
-      accumulate_rows<T, kTw, kRt, kHa>(a, bw, i_lo, j0, r_off, cg, sums);
+      accumulate_rows<kTw, kRt, kHa>(a, bw, i_lo, j0, r_off, cg, sums);
     } else {
-      if constexpr (kRt > 1) accumulate_rows<T, kTw, kRt - 1, kHa>(a, bw, i_lo, j0, r_off, cg, sums);
+      if constexpr (kRt > 1) accumulate_rows<kTw, kRt - 1, kHa>(a, bw, i_lo, j0, r_off, cg, sums);
     }
   }
   if (!shared_sums) return;
@@ -360,38 +339,34 @@ __global__ void __launch_bounds__(kBlockMax, 1) bfc_tiled_kernel(const TiledArgs
   }
 }
 
-template <class T>
-using KernelFn = void (*)(TiledArgs<T>);
+using KernelFn = void (*)(TiledArgs);
 
-template <class T, int kTw, bool kHa, int kRt = kRtMax<T>[kTw]>
-KernelFn<T> kernel_for_rows(int rt) {
+template <int kTw, bool kHa, int kRt = kRtMax[kTw]>
+KernelFn kernel_for_rows(int rt) {
   if constexpr (kRt >= 1) {
-    if (rt == kRt) return bfc_tiled_kernel<T, kTw, kRt, kHa>;
-    return kernel_for_rows<T, kTw, kHa, kRt - 1>(rt);
+    if (rt == kRt) return bfc_f16_tiled_kernel<kTw, kRt, kHa>;
+    return kernel_for_rows<kTw, kHa, kRt - 1>(rt);
   } else {
     return nullptr;
   }
 }
 
-template <class T, bool kHa>
-KernelFn<T> select_kernel_mode(int tw, int rt) {
+template <bool kHa>
+KernelFn select_kernel_mode(int tw, int rt) {
   switch (tw) {
-    case 1: return kernel_for_rows<T, 1, kHa>(rt);
-    case 2: return kernel_for_rows<T, 2, kHa>(rt);
-    case 3: return kernel_for_rows<T, 3, kHa>(rt);
-    case 4: return kernel_for_rows<T, 4, kHa>(rt);
-    case 5: return kernel_for_rows<T, 5, kHa>(rt);
-    case 6: return kernel_for_rows<T, 6, kHa>(rt);
-    case 7: return kernel_for_rows<T, 7, kHa>(rt);
+    case 1: return kernel_for_rows<1, kHa>(rt);
+    case 2: return kernel_for_rows<2, kHa>(rt);
+    case 3: return kernel_for_rows<3, kHa>(rt);
+    case 4: return kernel_for_rows<4, kHa>(rt);
+    case 5: return kernel_for_rows<5, kHa>(rt);
+    case 6: return kernel_for_rows<6, kHa>(rt);
+    case 7: return kernel_for_rows<7, kHa>(rt);
     default: return nullptr;
   }
 }
 
-template <class T>
-KernelFn<T> select_kernel(int tw, int rt, BfcAccum accum) {
-  if constexpr (std::is_same_v<T, __half>)
-    if (accum == BfcAccum::ha) return select_kernel_mode<T, true>(tw, rt);
-  return select_kernel_mode<T, false>(tw, rt);
+KernelFn select_kernel(int tw, int rt, BfcAccum accum) {
+  return accum == BfcAccum::ha ? select_kernel_mode<true>(tw, rt) : select_kernel_mode<false>(tw, rt);
 }
 
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
@@ -414,14 +389,14 @@ struct TiledPlan {
   int threads = 1, smem = 0, resident = 1;  // block size, dynamic shared bytes, blocks per SM (occupancy)
 };
 
-// Tiles: column tiles of tile_width(FW), row groups as balanced as rt_max allows. <= kSharedTiles tiles: one block
+// Tiles: column tiles of tile_width(FW), row groups as balanced as kRtMax allows. <= kSharedTiles tiles: one block
 // holds them all, channel slices of <= 32 groups (fewer, down to 8, so that R reaches kMinRows), R = 512 / (T*G).
 // More: R = 1, slices of <= 32 groups, T = 512 / G tiles per block, balanced. Then strips of >= kMinStrip columns
 // when the rows are too few for two waves of resident blocks, and Z chunks of block steps by pick_z.
-void plan_tiles(const DwconvParams& p, const int* rt_max, TiledPlan& s) {
+void plan_tiles(const DwconvParams& p, TiledPlan& s) {
   s.tw = tile_width(p.fw);
   s.nct = ceil_div(p.fw, s.tw);
-  s.ng = ceil_div(p.fh, rt_max[s.tw]);
+  s.ng = ceil_div(p.fh, kRtMax[s.tw]);
   s.rt = ceil_div(p.fh, s.ng);
   const int tiles = s.ng * s.nct, groups = p.c / kCpt;
   if (tiles <= kSharedTiles) {
@@ -457,17 +432,16 @@ int pick_z(long long per_z, long long slots, int steps) {
   return best;
 }
 
-template <class T>
-TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force) {
+TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
   CNN_CHECK(p.stride_h == 1 && p.stride_w == 1 && p.c % kCpt == 0,
-            "dwconv bfc tiled: expected stride 1 and C % ", kCpt, " == 0, got ", p.str());
+            "dwconv bfc f16 tiled: expected stride 1 and C % ", kCpt, " == 0, got ", p.str());
   TiledPlan s;
-  plan_tiles(p, kRtMax<T>, s);
+  plan_tiles(p, s);
   s.steps = ceil_div(static_cast<long long>(p.n) * p.oh(), s.rows_step);
   int dev = 0, sms = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&dev));
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.resident, select_kernel<T>(s.tw, s.rt, accum),
+  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.resident, select_kernel(s.tw, s.rt, accum),
                                                                s.threads, s.smem));
   s.resident = std::max(1, s.resident);
   const long long target = 2LL * sms * s.resident;
@@ -483,7 +457,7 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcTiledF
     if (accum == BfcAccum::ha) s.strip = std::min(ceil_div(s.strip, kBfcHaRun) * kBfcHaRun, ow);
   }
   CNN_CHECK(accum != BfcAccum::ha || s.strip == ow || s.strip % kBfcHaRun == 0,
-            "dwconv bfc tiled: ha needs column strips that are multiples of ", kBfcHaRun,
+            "dwconv bfc f16 tiled: ha needs column strips that are multiples of ", kBfcHaRun,
             " (whole runs per thread), got strip=", s.strip, " for ", p.str());
   s.n_strips = ceil_div(ow, s.strip);
   s.z = force.z > 0 ? std::min(force.z, s.steps) : pick_z(per_chunk * s.n_strips, target / 2, s.steps);
@@ -492,8 +466,7 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcTiledF
 
 // The plan of a (shape, mode, force, device) is computed once: planning queries the device (occupancy), and the
 // training loop calls the same shapes every step.
-template <class T>
-const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force) {
+const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
   int dev = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&dev));
   const std::string key = str_cat(p.str(), '|', static_cast<int>(accum), '|', force.z, '|', force.strip, '|', dev);
@@ -501,74 +474,48 @@ const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const 
   static std::map<std::string, TiledPlan> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_tiled_plan<T>(p, accum, force)).first;
+  if (it == cache.end()) it = cache.emplace(key, make_tiled_plan(p, accum, force)).first;
   return it->second;
 }
 
-bool aligned_to(const void* p, int bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
-
-template <class T>
-bool supports(const DwconvParams& p, const void* x, const void* dy) {
-  constexpr int kBytes = kCpt * static_cast<int>(sizeof(T));
-  return p.stride_h == 1 && p.stride_w == 1 && p.c % kCpt == 0 && aligned_to(x, kBytes) && aligned_to(dy, kBytes);
-}
-
-template <class T>
-std::string path_name(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force) {
-  const TiledPlan& s = cached_tiled_plan<T>(p, accum, force);
-  return str_cat("bfc ", std::is_same_v<T, float> ? "f32" : str_cat("f16 ", bfc_accum_name(accum)),
-                 " tiled cuda-core F=", p.fh, "x", p.fw, " tile=", s.rt, "x", s.tw, " tiles=", s.ng, "x", s.nct,
-                 " tiles/block=", s.tiles_block, "x", s.n_fblocks, " ch/thread=", kCpt, " slices=", s.n_slices, "x",
-                 s.g_slice * kCpt, "ch rows/step=", s.rows_step, s.rows_step > 1 ? " smem-sums" : " direct-sums",
-                 " block=", s.threads, " strip=", s.strip, "x", s.n_strips, " Z=", s.z, " blocks/SM=", s.resident);
-}
-
-template <class T>
-void launch(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force,
-            cudaStream_t stream) {
-  const char* name = std::is_same_v<T, float> ? "launch_dwconv_bfc_tiled_f32" : "launch_dwconv_bfc_f16_tiled";
-  p.validate(name);
-  CNN_CHECK(supports<T>(p, x, dy), name, ": expected stride 1, C % ", kCpt, " == 0 and ",
-            kCpt * static_cast<int>(sizeof(T)), "-byte aligned x and dy, got ", p.str());
-  CNN_CHECK(accum == BfcAccum::fp32 || (accum == BfcAccum::ha && std::is_same_v<T, __half>), name,
-            ": expected accumulation fp32", std::is_same_v<T, float> ? "" : " or ha", ", got ",
-            static_cast<int>(accum));
-  CNN_CHECK(dw != nullptr && force.z >= 0 && force.strip >= 0, name,
-            ": expected non-null dw and forced Z, strip >= 0, got Z=", force.z, " strip=", force.strip);
-  const TiledPlan& s = cached_tiled_plan<T>(p, accum, force);
-  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
-  const TiledArgs<T> a{x,        dy,        dw,         p.ih,          p.iw,        p.c,         p.oh(),
-                       p.ow(),   p.fh,      p.fw,       p.pad_top,     p.pad_left,  s.ng,        s.nct,
-                       s.tiles_block, s.n_fblocks, p.c / kCpt, s.g_slice, s.n_slices, s.rows_step, s.strip,
-                       s.n_strips, p.n * p.oh(), s.steps, s.z};
-  const long long blocks = static_cast<long long>(s.n_slices) * s.n_fblocks * s.n_strips * s.z;
-  CNN_CHECK(blocks < (1LL << 31), name, ": grid too large (", blocks, " blocks) for ", p.str());
-  const KernelFn<T> kernel = select_kernel<T>(s.tw, s.rt, accum);
-  kernel<<<static_cast<unsigned>(blocks), s.threads, s.smem, stream>>>(a);
-  CNN_CHECK_LAUNCH("bfc_tiled_kernel");
-}
+bool aligned8(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; }
 
 }  // namespace
 
 bool bfc_f16_tiled_supports(const DwconvParams& p, const void* x, const void* dy) {
-  return supports<__half>(p, x, dy);
+  return p.stride_h == 1 && p.stride_w == 1 && p.c % kCpt == 0 && aligned8(x) && aligned8(dy);
 }
-bool bfc_tiled_f32_supports(const DwconvParams& p, const void* x, const void* dy) { return supports<float>(p, x, dy); }
 
-std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcTiledForce& force) {
-  return path_name<__half>(p, accum, force);
-}
-std::string dwconv_bfc_tiled_f32_path_name(const DwconvParams& p, const BfcTiledForce& force) {
-  return path_name<float>(p, BfcAccum::fp32, force);
+std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
+  const TiledPlan& s = cached_tiled_plan(p, accum, force);
+  return str_cat("bfc f16 ", bfc_accum_name(accum), " tiled cuda-core F=", p.fh, "x", p.fw, " tile=", s.rt, "x",
+                 s.tw, " tiles=", s.ng, "x", s.nct, " tiles/block=", s.tiles_block, "x", s.n_fblocks,
+                 " ch/thread=", kCpt, " slices=", s.n_slices, "x", s.g_slice * kCpt, "ch rows/step=", s.rows_step,
+                 s.rows_step > 1 ? " smem-sums" : " direct-sums", " block=", s.threads, " strip=", s.strip, "x",
+                 s.n_strips, " Z=", s.z, " blocks/SM=", s.resident);
 }
 
 void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
-                                 const BfcTiledForce& force, cudaStream_t stream) {
-  launch<__half>(x, dy, dw, p, accum, force, stream);
-}
-void launch_dwconv_bfc_tiled_f32(const float* x, const float* dy, float* dw, const DwconvParams& p,
-                                 const BfcTiledForce& force, cudaStream_t stream) {
-  launch<float>(x, dy, dw, p, BfcAccum::fp32, force, stream);
+                                 const BfcF16TiledForce& force, cudaStream_t stream) {
+  p.validate("launch_dwconv_bfc_f16_tiled");
+  CNN_CHECK(bfc_f16_tiled_supports(p, x, dy), "dwconv bfc f16 tiled: expected stride 1, C % ", kCpt,
+            " == 0 and 8-byte aligned x and dy, got ", p.str());
+  CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
+            "dwconv bfc f16 tiled: expected accumulation fp32 or ha, got ", static_cast<int>(accum));
+  CNN_CHECK(dw != nullptr && force.z >= 0 && force.strip >= 0,
+            "dwconv bfc f16 tiled: expected non-null dw and forced Z, strip >= 0, got Z=", force.z,
+            " strip=", force.strip);
+  const TiledPlan& s = cached_tiled_plan(p, accum, force);
+  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
+  const TiledArgs a{x,        dy,        dw,         p.ih,          p.iw,        p.c,         p.oh(),
+                    p.ow(),   p.fh,      p.fw,       p.pad_top,     p.pad_left,  s.ng,        s.nct,
+                    s.tiles_block, s.n_fblocks, p.c / kCpt, s.g_slice, s.n_slices, s.rows_step, s.strip,
+                    s.n_strips, p.n * p.oh(), s.steps, s.z};
+  const long long blocks = static_cast<long long>(s.n_slices) * s.n_fblocks * s.n_strips * s.z;
+  CNN_CHECK(blocks < (1LL << 31), "dwconv bfc f16 tiled: grid too large (", blocks, " blocks) for ", p.str());
+  const KernelFn kernel = select_kernel(s.tw, s.rt, accum);
+  kernel<<<static_cast<unsigned>(blocks), s.threads, s.smem, stream>>>(a);
+  CNN_CHECK_LAUNCH("bfc_f16_tiled_kernel");
 }
 
 }  // namespace cnn::dwconv
