@@ -3,6 +3,9 @@
 
   dwconv_tables.py fwdbdc --rows A.csv [B.csv ...] [--cudnn-fallback X.csv ...] [--before Y.csv ...] [--fp32 Z.csv ...]
   dwconv_tables.py bfc --rows A.csv ... --ha H.csv ... [--cudnn-fallback ...] [--before ...] [--before-ha ...]
+  dwconv_tables.py f32 --rows A.csv ...      (all three ops of an FP32 sweep, with the cuDNN winner and the bars)
+  dwconv_tables.py f16 --rows A.csv ...      (all three ops of an FP16 fp32-accumulation sweep, same columns; a
+                                              cuDNN winner whose output failed the FP64 check is marked with a dagger)
 
 --rows: our timings; a later file's point (op, map, filter) replaces an earlier one's. A point without a cuDNN time
 in its own row takes it from --cudnn-fallback and is marked '*'. --before: the same points from an earlier run
@@ -113,9 +116,66 @@ def bfc(a):
               f'{sum(v >= 1.2 for v in speed)} of {len(speed)} points >= 1.2x')
 
 
+def check_tolerance_f16(op, f):
+    """dwconv-bench's check tolerance for FP16 (sampled_check.cpp): fp32-accumulation backward-filter 2e-2, forward and
+    backward-data 2e-2 + 1.5e-5 per filter tap."""
+    return 2e-2 if op == 'bfc' else 2e-2 + 1.5e-5 * int(f) * int(f)
+
+
+def sweep(a, f16):
+    """One row per (map, filter) with every op present: TFLOP/s and speedup over the cuDNN winner (named)."""
+    rows = load(a.rows)
+    ops = ['fwd', 'bdc', 'bfc']
+    head = ' | '.join(f'{op} TFLOP/s | x cuDNN (winner)' for op in ops)
+    print(f'| map | F | {head} |')
+    print('|---|---|' + '---|---|' * len(ops))
+    sp = {op: [] for op in ops}
+    copy = {op: [] for op in ops}
+    sgemm = {op: [] for op in ops}
+    last_map = None
+    for m in MAPS:
+        for f in FILTERS:
+            if not any((op, m, f) in rows for op in ops):
+                continue
+            cells = []
+            for op in ops:
+                if (op, m, f) not in rows or not rows[(op, m, f)][0]['cudnn_ms']:
+                    cells.append('- | -')
+                    continue
+                r = rows[(op, m, f)][0]
+                x = float(r['cudnn_ms']) / float(r['ms'])
+                sp[op].append((x, m, f))
+                if int(f) <= 5:
+                    copy[op].append(float(r['frac_copy']))
+                if int(f) >= 13:
+                    sgemm[op].append(float(r['frac_sgemm']))
+                bad = f16 and r['cudnn_max_rel_err'] and float(r['cudnn_max_rel_err']) > check_tolerance_f16(op, f)
+                cells.append(f"{float(r['tflops']):.1f} | {ratio_text(x)} ({short_algo(r['cudnn_algo'])}"
+                             f"{' †' if bad else ''})")
+            print(f"| {m if m != last_map else ''} | {f} | " + ' | '.join(cells) + ' |')
+            last_map = m
+    print()
+    for op in ops:
+        if not sp[op]:
+            continue
+        v = [x for x, _, _ in sp[op]]
+        slow = ', '.join(f'{m}/F{f} {x:.2f}x' for x, m, f in sp[op] if x < 1) or 'none'
+        line = (f'{op}: geomean over cuDNN {geomean(v):.2f}x over {len(v)} points, minimum {min(v):.2f}x; '
+                f'slower: {slow}')
+        if copy[op]:
+            line += f'; F <= 5 copy fraction {min(copy[op]) * 100:.0f}-{max(copy[op]) * 100:.0f}%'
+        if sgemm[op]:
+            line += f'; F >= 13 SGEMM fraction {min(sgemm[op]) * 100:.0f}-{max(sgemm[op]) * 100:.0f}%'
+        print(line)
+
+
+def short_algo(name):
+    return name.replace('graph ', '').replace('IMPLICIT_PRECOMP_GEMM', 'IPG')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('table', choices=['fwdbdc', 'bfc'])
+    ap.add_argument('table', choices=['fwdbdc', 'bfc', 'f32', 'f16'])
     ap.add_argument('--rows', nargs='+', required=True)
     ap.add_argument('--ha', nargs='+')
     ap.add_argument('--cudnn-fallback', nargs='+')
@@ -125,7 +185,7 @@ def main():
     a = ap.parse_args()
     if a.table == 'bfc' and not a.ha:
         ap.error('bfc needs --ha')
-    fwdbdc(a) if a.table == 'fwdbdc' else bfc(a)
+    {'fwdbdc': fwdbdc, 'bfc': bfc, 'f32': lambda a: sweep(a, False), 'f16': lambda a: sweep(a, True)}[a.table](a)
 
 
 if __name__ == '__main__':
