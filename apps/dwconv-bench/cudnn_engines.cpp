@@ -154,40 +154,48 @@ CudnnEngines::CudnnEngines(const CudnnHandle& handle, const dwconv::DwconvParams
   Desc y = activation(op == DwconvOp::forward ? kUidOut : (bfc ? kUidB : kUidA), data, p.n, p.c, p.oh(), p.ow());
   Desc w = depthwise_filter(bfc ? kUidOut : kUidB, data, p.c, p.fh, p.fw);
 
+  // The operation's descriptor type and attribute names per op; x, w, y are bound as described above (for
+  // backward-data x is dX and y is dY, for backward-filter w is dW).
+  struct OpAttrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+    const char* name;
+  };
+  const OpAttrs attrs =
+      op == DwconvOp::forward
+          ? OpAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                    "forward"}
+      : op == DwconvOp::backward_data
+          ? OpAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                    "backward-data"}
+          : OpAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+                    "backward-filter"};
   const float alpha = 1.0f, beta = 0.0f;  // beta = 0: the output is overwritten, as by the Flash-DWC entry points
-  std::unique_ptr<Desc> operation;
-  switch (op) {
-    case DwconvOp::forward:
-      operation = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x, "forward x");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w, "forward w");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y, "forward y");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv, "forward convolution");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha, 1, "forward alpha");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta, 1, "forward beta");
-      break;
-    case DwconvOp::backward_data:
-      operation = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x, "backward-data dx");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w, "backward-data w");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y, "backward-data dy");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv, "backward-data convolution");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &alpha, 1,
-                     "backward-data alpha");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &beta, 1, "backward-data beta");
-      break;
-    case DwconvOp::backward_filter:
-      operation = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x, "backward-filter x");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w, "backward-filter dw");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y, "backward-filter dy");
-      operation->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv, "backward-filter convolution");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, &alpha, 1,
-                     "backward-filter alpha");
-      operation->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, &beta, 1,
-                     "backward-filter beta");
-      break;
-  }
+  auto operation = std::make_unique<Desc>(attrs.type);
+  operation->set_desc(attrs.x, x, str_cat(attrs.name, " x").c_str());
+  operation->set_desc(attrs.w, w, str_cat(attrs.name, " w").c_str());
+  operation->set_desc(attrs.y, y, str_cat(attrs.name, " y").c_str());
+  operation->set_desc(attrs.conv, conv, str_cat(attrs.name, " convolution").c_str());
+  operation->set(attrs.alpha, CUDNN_TYPE_FLOAT, &alpha, 1, str_cat(attrs.name, " alpha").c_str());
+  operation->set(attrs.beta, CUDNN_TYPE_FLOAT, &beta, 1, str_cat(attrs.name, " beta").c_str());
   check(operation->finalize(), "finalizing the convolution operation");
 
   g.graph = std::make_unique<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
