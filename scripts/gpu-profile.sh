@@ -3,14 +3,31 @@
 # keeps the report of one launch (after the benchmark's warm-up) with the sections that say why a kernel is slow:
 # speed of light, occupancy, scheduler and warp-state statistics (stall reasons), instruction mix, memory traffic
 # and source counters (the SASS lines where warps stall).
-# usage: scripts/gpu-profile.sh LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
+# usage: scripts/gpu-profile.sh [--cudnn] LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
+#        scripts/gpu-profile.sh --list LABEL [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
 #   e.g. scripts/gpu-profile.sh ring13 tc_ring -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 13
 #        scripts/gpu-profile.sh bfc7tiled bfc_f16 CNN_DWCONV_F16_BFC_PATH=tiled -- --dtype f16 --op bfc --filters 7
-# Writes $OUT/ncu_LABEL.txt (or .device/out/ without $OUT). The bundle comes from scripts/device-bundle.sh.
+#        scripts/gpu-profile.sh --list cudnn3 -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 3
+# --cudnn keeps cuDNN on (the benchmark times its candidates too), to profile one of cuDNN's kernels; --list runs
+# the point once with cuDNN on and writes every kernel launched with its duration (speed-of-light section only), to
+# find the name of the kernel cuDNN's winner runs. Writes $OUT/ncu_LABEL.txt (or .device/out/ without $OUT). The
+# bundle comes from scripts/device-bundle.sh.
 set -uo pipefail
-[ $# -ge 3 ] || { echo "usage: scripts/gpu-profile.sh LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS..." >&2; exit 2; }
-label=$1 regex=$2
-shift 2
+usage="usage: scripts/gpu-profile.sh [--cudnn|--list] LABEL [KERNEL_REGEX] [VAR=VALUE ...] -- DWCONV_BENCH_ARGS..."
+mode=one
+case "${1:-}" in
+  --cudnn) mode=cudnn; shift ;;
+  --list) mode=list; shift ;;
+esac
+if [ "$mode" = list ]; then
+  [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+  label=$1 regex=.
+  shift 1
+else
+  [ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+  label=$1 regex=$2
+  shift 2
+fi
 envs=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
@@ -31,12 +48,34 @@ ncu=${NCU:-/usr/local/cuda/bin/ncu}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-bundle-env.sh"
 report="$out/ncu_$label.txt"
 
+if [ "$mode" = list ]; then
+  # Every launch of one pass over the point (no warm-up, one timed run): names and durations only.
+  env "${envs[@]}" "$ncu" --section SpeedOfLight --launch-count 400 \
+    "$bundle/bin/dwconv-bench" --no-check --warmup 0 --reps 1 "$@" > "$report.tmp" 2>&1
+  rc=$?
+  mv "$report.tmp" "$report"
+  python3 - "$report" <<'PY'
+import re, sys
+name = None
+for line in open(sys.argv[1], errors='replace'):
+    m = re.match(r'  (\S.*\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\).*)', line)
+    if m:
+        name = m.group(1)[:150]
+    elif name and re.search(r'^\s+Duration\s', line):
+        print(line.split()[-1], line.split()[-2], name)
+        name = None
+PY
+  echo "gpu-profile.sh: $report (rc=$rc)"
+  exit 0
+fi
+cudnn_args=(--no-cudnn)
+[ "$mode" = cudnn ] && cudnn_args=()
 # One warm-up launch is skipped (module load, first-touch); the benchmark's own timing runs are kept short.
 env "${envs[@]}" "$ncu" --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
   --section WarpStateStats --section InstructionStats --section ComputeWorkloadAnalysis \
   --section MemoryWorkloadAnalysis --section SourceCounters \
-  "$bundle/bin/dwconv-bench" --no-cudnn --no-check --warmup 1 --reps 3 "$@" > "$report.tmp" 2>&1
+  "$bundle/bin/dwconv-bench" "${cudnn_args[@]}" --no-check --warmup 1 --reps 3 "$@" > "$report.tmp" 2>&1
 rc=$?
 mv "$report.tmp" "$report"
 grep -qE "Section: Warp State" "$report" || { echo "gpu-profile.sh: ncu wrote no report for '$regex' (rc=$rc): $report" >&2; exit 1; }
