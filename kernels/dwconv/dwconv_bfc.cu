@@ -307,6 +307,23 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec) {
   return s;
 }
 
+// The dispatcher's own choices, except CNN_DWCONV_F32_BFC_TILE=RxTM, which forces one register tile of kBfcTiles
+// on every stride-1 and strided call (benchmark A/B of the tile planner's choice; a tile that does not fit a shape's
+// shared memory is an error there).
+const BfcForce& default_force() {
+  static const BfcForce force = [] {
+    BfcForce f;
+    const char* v = std::getenv("CNN_DWCONV_F32_BFC_TILE");
+    if (v != nullptr && v[0] != '\0') {
+      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_F32_BFC_TILE");
+      f.tile_r = t.r;
+      f.tile_tm = t.tm;
+    }
+    return f;
+  }();
+  return force;
+}
+
 void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, const BfcForce& force,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
@@ -325,7 +342,7 @@ void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, 
 
 void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                  cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, BfcForce{}, stream);
+  run_bfc(x, dy, dw, p, default_force(), stream);
 }
 
 void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
@@ -339,6 +356,6 @@ std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
   return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, nullptr), p, vec);
 }
 
-std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, BfcForce{}); }
+std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, default_force()); }
 
 }  // namespace cnn::dwconv

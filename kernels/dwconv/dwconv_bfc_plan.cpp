@@ -17,6 +17,21 @@ bool bfc_is_tile(int r, int tm) {
   return false;
 }
 
+BfcTile bfc_parse_tile(const std::string& text, const char* what) {
+  const size_t x = text.find('x');
+  int r = 0, tm = 0;
+  bool ok = x != std::string::npos && x > 0 && x + 1 < text.size() &&
+            text.find_first_not_of("0123456789x") == std::string::npos && text.find('x', x + 1) == std::string::npos;
+  if (ok) {
+    r = std::stoi(text.substr(0, x));
+    tm = std::stoi(text.substr(x + 1));
+    ok = bfc_is_tile(r, tm);
+  }
+  CNN_CHECK(ok, what, ": expected RxTM naming an instantiated tile (kBfcTiles, e.g. 1x17 or 3x17), got '", text,
+            "'");
+  return BfcTile{r, tm};
+}
+
 double bfc_tile_cost(BfcTile t, int fh, int fw) {
   const double tiles = double(ceil_div(fh, t.r)) * double(ceil_div(fw, t.tm));
   const double issue = double(t.r * t.tm + t.r + 1) / 4.0;  // r*tm FFMA + (r+1) LDS per step, 4 schedulers per SM

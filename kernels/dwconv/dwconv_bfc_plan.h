@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace cnn::dwconv {
 
@@ -27,6 +28,10 @@ struct BfcForce {
 };
 
 bool bfc_is_tile(int r, int tm);
+
+// "RxTM" naming an entry of kBfcTiles (e.g. "1x17"); anything else is a one-line error that starts with `what` (the
+// variable or option it came from).
+BfcTile bfc_parse_tile(const std::string& text, const char* what);
 
 // Estimated SM issue/shared-memory cycles per (output position, channel) of a stride-1 (sub-)filter fh x fw when
 // every thread holds tile t: tiles needed x max(FFMA+LDS issue over 4 schedulers, LDS wavefronts).

@@ -248,6 +248,22 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
   }
 }
 
+// CNN_DWCONV_F32_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
+TEST(DwconvBfcPlan, ParseTileAcceptsInstantiatedTilesOnly) {
+  const BfcTile t = bfc_parse_tile("3x17", "VAR");
+  EXPECT_EQ(t.r, 3);
+  EXPECT_EQ(t.tm, 17);
+  EXPECT_EQ(bfc_parse_tile("1x31", "VAR").tm, 31);
+  for (const char* bad : {"", "x", "3x", "x17", "3x17x1", "3X17", "2x3", "-1x1", "1x17 ", "a"}) {
+    try {
+      bfc_parse_tile(bad, "VAR");
+      ADD_FAILURE() << "expected an error for '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("VAR: expected RxTM", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(DwconvBfcPlan, GroupsAreBalanced) {
   EXPECT_EQ(bfc_group_size(17, 2), 2);
   EXPECT_EQ(bfc_group_size(31, 8), 8);
