@@ -43,6 +43,9 @@ struct GemvConfig {
   bool whole_filter = false;  // stage all FH filter rows in shared memory once (small filters) instead of two
 };
 GemvConfig gemv_config_for(const ConvGeometry& g);  // the dispatcher's choice for the shape
+// "TM[,ring][,whole]" (TM 8 or 16; ring = prefetch, whole = whole_filter), e.g. "16,ring,whole"; anything else is a
+// one-line error that starts with `what` (the variable it came from).
+GemvConfig parse_gemv_config(const std::string& text, const char* what);
 void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                         const GemvConfig& cfg, cudaStream_t stream);
 std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "core/cuda_check.h"
@@ -39,9 +40,20 @@ bool use_vslide(const ConvGeometry& g) {
   return forced == "auto" && fits;
 }
 
+// CNN_DWCONV_F32_GEMV = TM[,ring][,whole] forces the GEMV kernel's configuration on every shape it runs (A/B of
+// gemv_config_for's table); a whole filter too large for shared memory is the launcher's error.
+GemvConfig gemv_config(const ConvGeometry& g) {
+  static const std::optional<GemvConfig> forced = []() -> std::optional<GemvConfig> {
+    const char* v = std::getenv("CNN_DWCONV_F32_GEMV");
+    if (v == nullptr || v[0] == '\0') return std::nullopt;
+    return parse_gemv_config(v, "CNN_DWCONV_F32_GEMV");
+  }();
+  return forced ? *forced : gemv_config_for(g);
+}
+
 std::string forward_style_path(const char* op, const ConvGeometry& g) {
   if (use_vslide(g)) return str_cat(op, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
-  return dwconv_gemv_path_name(g, gemv_config_for(g));
+  return dwconv_gemv_path_name(g, gemv_config(g));
 }
 
 void run_forward_style(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
@@ -49,7 +61,7 @@ void run_forward_style(const float* src, const float* w, const float* bias, floa
   if (use_vslide(g))
     launch_dwconv_vslide_f32(src, w, bias, dst, g, stream);
   else
-    launch_dwconv_gemv(src, w, bias, dst, g, gemv_config_for(g), stream);
+    launch_dwconv_gemv(src, w, bias, dst, g, gemv_config(g), stream);
 }
 
 std::string forward_path(const DwconvParams& p, bool aligned) {
@@ -73,6 +85,30 @@ bool dwconv_verbose() {
     return v != nullptr && v[0] != '\0' && v[0] != '0';
   }();
   return on;
+}
+
+GemvConfig parse_gemv_config(const std::string& text, const char* what) {
+  GemvConfig cfg;
+  bool ok = true;
+  size_t start = 0;
+  for (int item = 0; ok; ++item) {
+    const size_t end = text.find(',', start);
+    const std::string tok = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (item == 0) {
+      ok = tok == "8" || tok == "16";
+      if (ok) cfg.tm = tok == "8" ? 8 : 16;
+    } else if (tok == "ring" && !cfg.prefetch) {
+      cfg.prefetch = true;
+    } else if (tok == "whole" && !cfg.whole_filter) {
+      cfg.whole_filter = true;
+    } else {
+      ok = false;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  CNN_CHECK(ok, what, ": expected TM[,ring][,whole] with TM 8 or 16 (e.g. 16,ring,whole), got '", text, "'");
+  return cfg;
 }
 
 std::string env_choice(const char* var, std::initializer_list<const char*> allowed) {

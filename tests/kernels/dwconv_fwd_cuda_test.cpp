@@ -277,6 +277,24 @@ TEST(DwconvGpu, VslideKernelMatchesReference) {
   EXPECT_FALSE(supported(same(1, 17, 34, 72, 3, 5)));                    // FW > 3
 }
 
+// CNN_DWCONV_F32_GEMV's parser: TM first, then ring / whole at most once each; anything else names the variable.
+TEST(DwconvCudaEntry, ParseGemvConfig) {
+  const GemvConfig a = parse_gemv_config("16,ring,whole", "VAR");
+  EXPECT_TRUE(a.tm == 16 && a.prefetch && a.whole_filter);
+  const GemvConfig b = parse_gemv_config("8", "VAR");
+  EXPECT_TRUE(b.tm == 8 && !b.prefetch && !b.whole_filter);
+  const GemvConfig c = parse_gemv_config("16,whole", "VAR");
+  EXPECT_TRUE(c.tm == 16 && !c.prefetch && c.whole_filter);
+  for (const char* bad : {"", "4", "16,", "ring", "16,ring,ring", "16,whole,x", "16;ring", " 16"}) {
+    try {
+      parse_gemv_config(bad, "VAR");
+      ADD_FAILURE() << "expected an error for '" << bad << "'";
+    } catch (const cnn::Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("VAR: expected TM[,ring][,whole]", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   DwconvParams p;
   p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
