@@ -17,17 +17,13 @@
 #include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_bfc_plan.h"
 #include "kernels/dwconv/dwconv_cuda.h"
+#include "tests/kernels/dwconv_test_util.h"
+#include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
 namespace {
 
-bool has_device() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_DEVICE() \
-  if (!has_device()) GTEST_SKIP() << "no CUDA device"
+using cnn::test::dwconv_shape;
 
 void cuda_ok(cudaError_t e, const char* what) { ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e); }
 
@@ -48,26 +44,9 @@ class DeviceBuffer {
   size_t n_;
 };
 
-DwconvParams make_params(int n, int ih, int iw, int c, int fh, int fw, int sh, int sw, int pt, int pb, int pl, int pr) {
-  DwconvParams p;
-  p.n = n;
-  p.ih = ih;
-  p.iw = iw;
-  p.c = c;
-  p.fh = fh;
-  p.fw = fw;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_top = pt;
-  p.pad_bottom = pb;
-  p.pad_left = pl;
-  p.pad_right = pr;
-  return p;
-}
-
 // 'same' padding for odd filters (floor/ceil split for even ones), stride 1.
 DwconvParams same(int n, int ih, int iw, int c, int fh, int fw) {
-  return make_params(n, ih, iw, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2);
+  return dwconv_shape(n, ih, iw, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2);
 }
 
 std::vector<float> random_vector(int64_t n, uint32_t seed) {
@@ -140,27 +119,27 @@ std::vector<Case> default_cases() {
       {same(3, 16, 16, 64, 5, 5), 19},
       {same(2, 9, 13, 36, 9, 9), 20},                            // OW = 13: not a multiple of 8, L = 234
       {same(2, 11, 11, 96, 17, 17), 21},                         // filter wider than the image
-      {make_params(2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1), 22},  // stride 2
-      {make_params(1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3), 23},  // stride 2, asymmetric padding
-      {make_params(2, 15, 20, 32, 5, 4, 2, 3, 0, 2, 3, 1), 24},  // strides 2x3, even filter width
-      {make_params(2, 13, 14, 16, 3, 3, 1, 1, 4, 0, 1, 5), 25},  // padding > F-1 (rows of dW see only zeros)
-      {make_params(1, 12, 10, 8, 2, 6, 3, 1, 2, 1, 5, 0), 26},   // stride 3, even filter, p > F-1
+      {dwconv_shape(2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1), 22},  // stride 2
+      {dwconv_shape(1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3), 23},  // stride 2, asymmetric padding
+      {dwconv_shape(2, 15, 20, 32, 5, 4, 2, 3, 0, 2, 3, 1), 24},  // strides 2x3, even filter width
+      {dwconv_shape(2, 13, 14, 16, 3, 3, 1, 1, 4, 0, 1, 5), 25},  // padding > F-1 (rows of dW see only zeros)
+      {dwconv_shape(1, 12, 10, 8, 2, 6, 3, 1, 2, 1, 5, 0), 26},   // stride 3, even filter, p > F-1
       {same(2, 17, 34, 3, 3, 3), 27},                            // C % 4 != 0: 4-byte copies
       {same(1, 17, 34, 130, 7, 7), 28},                          // C % 32 and C % 4 != 0
       {same(1, 1, 1, 4, 1, 1), 29},                              // single position
-      {make_params(1, 5, 3, 8, 5, 3, 1, 1, 0, 0, 0, 0), 30},     // filter = image: OH = OW = 1
+      {dwconv_shape(1, 5, 3, 8, 5, 3, 1, 1, 0, 0, 0, 0), 30},     // filter = image: OH = OW = 1
   };
 }
 
 TEST(DwconvBfcGpu, DefaultPathMatchesReference) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   for (const Case& k : default_cases()) check_bfc(k.p, BfcForce{}, k.seed);
 }
 
 TEST(DwconvBfcGpu, EveryTileMatchesReference) {
-  SKIP_WITHOUT_DEVICE();
-  const DwconvParams s1 = make_params(2, 13, 21, 40, 9, 11, 1, 1, 3, 5, 4, 2);
-  const DwconvParams s2 = make_params(2, 14, 17, 36, 7, 9, 2, 2, 3, 2, 4, 4);
+  CNN_REQUIRE_GPU();
+  const DwconvParams s1 = dwconv_shape(2, 13, 21, 40, 9, 11, 1, 1, 3, 5, 4, 2);
+  const DwconvParams s2 = dwconv_shape(2, 14, 17, 36, 7, 9, 2, 2, 3, 2, 4, 4);
   for (const BfcTile& t : kBfcTiles) {
     check_bfc(s1, BfcForce{t.r, t.tm, 0, false}, 100 + uint32_t(t.r * 40 + t.tm));
     check_bfc(s2, BfcForce{t.r, t.tm, 3, false}, 200 + uint32_t(t.r * 40 + t.tm));
@@ -168,14 +147,14 @@ TEST(DwconvBfcGpu, EveryTileMatchesReference) {
 }
 
 TEST(DwconvBfcGpu, EveryZSplitMatchesReference) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   const DwconvParams p = same(3, 10, 19, 64, 5, 7);  // 30 dY rows, 10 per image
   for (int z : {1, 2, 3, 7, 10, 29, 30, 1000}) check_bfc(p, BfcForce{0, 0, z, false}, 300 + uint32_t(z));
   for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z, false}, 400 + uint32_t(z));
 }
 
 TEST(DwconvBfcGpu, GenericKernelMatchesReference) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   for (const Case& k : default_cases()) {
     if (k.p.w_elems() * k.p.y_elems() / k.p.c > (int64_t(1) << 26)) continue;  // the generic kernel is slow
     check_bfc(k.p, BfcForce{0, 0, 0, true}, k.seed + 1000);
@@ -184,13 +163,13 @@ TEST(DwconvBfcGpu, GenericKernelMatchesReference) {
 }
 
 TEST(DwconvBfcGpu, UnalignedInputTakesScalarPath) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   check_bfc(same(2, 17, 34, 72, 7, 7), BfcForce{}, 500, /*x_offset=*/1);
-  check_bfc(make_params(1, 17, 34, 64, 3, 3, 2, 2, 1, 1, 1, 1), BfcForce{}, 501, /*x_offset=*/3);
+  check_bfc(dwconv_shape(1, 17, 34, 64, 3, 3, 2, 2, 1, 1, 1, 1), BfcForce{}, 501, /*x_offset=*/3);
 }
 
 TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   const DwconvParams p = same(2, 48, 48, 256, 31, 31);
   const std::string path = bfc_path_name(p);
   const size_t at = path.find(" Z=");
@@ -200,7 +179,7 @@ TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {
 }
 
 TEST(DwconvBfcGpu, RepeatedCallsOverwrite) {
-  SKIP_WITHOUT_DEVICE();
+  CNN_REQUIRE_GPU();
   const DwconvParams p = same(2, 17, 34, 72, 3, 3);
   check_bfc(p, BfcForce{}, 700);
   check_bfc(p, BfcForce{}, 701);  // cached plan, fresh poison: dw must be fully rewritten

@@ -17,20 +17,13 @@
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
+#include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
 namespace {
 
 using f16test::Case;
 using f16test::HalfData;
-
-bool has_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
 
 // Device buffer of `n` elements of T (plus `offset` leading elements, to hand out misaligned pointers).
 template <class T>
@@ -157,7 +150,7 @@ Case same(int n, int h, int w, int c, int fh, int fw) {
 }
 
 TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 500;
   for (int f : {1, 3, 7, 13, 31, 51}) check_case(same(1, 17, 34, 72, f, f), seed++, 0, true);
   check_case(same(1, 17, 34, 72, 51, 5), seed++, 0, true);
@@ -174,20 +167,20 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
 }
 
 TEST(DwconvFp16Gpu, MisalignedPointersTakeDirectPathAndMatch) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   check_case(same(1, 17, 34, 72, 7, 7), 77, 1, false);
   check_case(same(1, 17, 34, 64, 3, 3), 78, 3, false);
 }
 
 TEST(DwconvFp16Gpu, LargerShapesMatchReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   check_case(same(2, 40, 70, 128, 17, 17), 4242, 0, true);
   check_case(same(1, 32, 32, 256, 51, 51), 4243, 0, false);
 }
 
 // The dispatcher picks one kernel per shape; every forward-style kernel must be right on every shape class.
 TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 9100;
   // Filter widths cover every fragment count of the ring kernel (gamma = ceil(FW/8) = 1..8); heights > 16 give
   // several row tiles, C = 72 and 24 leave a partial 16-channel block, odd paddings crop or extend.
@@ -243,7 +236,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
 
 // Every backward-filter column tiling and Z split, both accumulations.
 TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   const Case k = same(2, 19, 37, 66, 11, 11);
   const DwconvParams p = k.params();
   const HalfData d = f16test::make_data(p, 31337);
@@ -316,7 +309,7 @@ void check_bfc_tiled(const Case& k, uint64_t seed) {
 }
 
 TEST(DwconvFp16Gpu, BackwardFilterTiledKernelSmallFilters) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 7300;
   for (const Case& k : {
            same(1, 1, 1, 8, 1, 1),                   // single pixel, 1x1
@@ -344,7 +337,7 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelSmallFilters) {
 // Wide filters: several column tiles (the last one masked past FW), and beyond 16 tiles blocks that each hold a band
 // of tiles and add their sums straight into dW. Rows of 70 and 117 columns: several ha runs, the last one short.
 TEST(DwconvFp16Gpu, BackwardFilterTiledKernelWideFilters) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 7500;
   for (const Case& k : {
            same(1, 17, 34, 72, 9, 9),                       // 2 column tiles of 5 (one padded column)
@@ -368,7 +361,7 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelWideFilters) {
 
 // Enough dY rows x columns for several Z chunks and (on small maps) column strips under the planner's own split.
 TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   check_bfc_tiled(same(3, 64, 96, 72, 3, 3), 7400);
   check_bfc_tiled(same(2, 48, 80, 128, 5, 5), 7401);
   check_bfc_tiled(same(4, 32, 32, 256, 7, 7), 7402);
@@ -379,7 +372,7 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
 // The dispatcher takes the tiled kernel in both accumulation modes exactly when it supports the shape; ha strips
 // must be whole runs.
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51)}) {
     const DwconvParams p = k.params();
     EXPECT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();

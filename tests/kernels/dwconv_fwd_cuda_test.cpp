@@ -13,17 +13,10 @@
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
 namespace {
-
-bool has_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
 
 // Device buffer of floats with `offset_floats` leading floats, so a test can hand out misaligned pointers.
 class DeviceFloats {
@@ -178,26 +171,26 @@ const std::vector<Case>& awkward_cases() {
 }
 
 TEST(DwconvGpu, ForwardAndBackwardDataMatchReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 1000;
   for (const Case& k : awkward_cases()) run_forward_and_backward_data(k, seed++, 0);
 }
 
 TEST(DwconvGpu, MisalignedPointersTakeDirectPathAndMatch) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   run_forward_and_backward_data(same(1, 17, 34, 72, 7, 7), 77, 1);
   run_forward_and_backward_data(same(2, 17, 34, 64, 13, 13), 78, 2);
 }
 
 TEST(DwconvGpu, LargerShapeMatchesReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   run_forward_and_backward_data(same(4, 64, 64, 256, 31, 31), 4242, 0);
   run_forward_and_backward_data(same(2, 32, 32, 1024, 51, 51), 4243, 0);
 }
 
 // The dispatcher picks one GEMV configuration per width; every configuration must be right for every width class.
 TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 9000;
   for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(2, 17, 70, 40, 13, 13), same(1, 9, 20, 8, 29, 29),
                         same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 64, 5, 51)}) {
@@ -245,7 +238,7 @@ TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
 // (C = 1032: 258 groups), paddings that crop or extend (backward-data geometry), 1-row and 1-column maps, non-square
 // and even filters. Outputs NaN-poisoned first.
 TEST(DwconvGpu, VslideKernelMatchesReference) {
-  SKIP_WITHOUT_GPU();
+  CNN_REQUIRE_GPU();
   uint64_t seed = 9500;
   for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(3, 40, 37, 1032, 3, 3), same(2, 33, 5, 8, 3, 3),
                         same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
