@@ -329,7 +329,7 @@ void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, 
   check_inputs(x, dy, dw, p, force);
   const bool vec = vec_ok(x, dy, p.c);
   const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, stream);
-  log_path_once("bfc", p, describe(plan, p, vec));
+  log_path_once("bfc", p, [&] { return describe(plan, p, vec); });
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
   if (plan.generic) {
     launch_bfc_generic(x, dy, dw, p, plan.generic_z, stream);

@@ -25,12 +25,18 @@ struct ConvGeometry {
 // True for null (an absent optional tensor) or a 16-byte-aligned pointer: the vectorized kernels' requirement.
 inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-// CNN_DWCONV_VERBOSE=1: log_path_once prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
-bool dwconv_verbose();
+bool dwconv_verbose();  // CNN_DWCONV_VERBOSE=1
 // The value of environment variable `var` (a forced kernel choice for benchmarks), "auto" when unset; any value not
 // in `allowed` (which lists "auto" too) is a one-line error naming the variable and the allowed values.
 std::string env_choice(const char* var, std::initializer_list<const char*> allowed);
-void log_path_once(const char* op, const DwconvParams& p, const std::string& path);
+// Prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
+void log_path_line(const char* op, const DwconvParams& p, const std::string& path);
+// With CNN_DWCONV_VERBOSE=1, log_path_line of path() (a callable returning the kernel path's name); `path` runs only
+// then, so the entry points do not format path names on every call.
+template <class PathFn>
+void log_path_once(const char* op, const DwconvParams& p, PathFn&& path) {
+  if (dwconv_verbose()) log_path_line(op, p, path());
+}
 
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
 ConvGeometry forward_geometry(const DwconvParams& p);

@@ -125,8 +125,7 @@ std::string env_choice(const char* var, std::initializer_list<const char*> allow
   throw Error(str_cat(var, ": expected ", list, ", got '", s, "'"));
 }
 
-void log_path_once(const char* op, const DwconvParams& p, const std::string& path) {
-  if (!dwconv_verbose()) return;
+void log_path_line(const char* op, const DwconvParams& p, const std::string& path) {
   static std::mutex mu;
   static std::set<std::string> seen;
   const std::string key = str_cat(op, " ", p.str(), " -> ", path);
@@ -160,7 +159,7 @@ void dwconv_forward_cuda(const float* x, const float* w, const float* bias, floa
   p.validate("dwconv_forward_cuda");
   check_pointers("dwconv_forward_cuda", x, "x", w, "w", y, "y");
   const bool aligned = aligned16(x) && aligned16(w) && aligned16(bias) && aligned16(y);
-  log_path_once("fwd", p, forward_path(p, aligned));
+  log_path_once("fwd", p, [&] { return forward_path(p, aligned); });
   const ConvGeometry g = forward_geometry(p);
   if (gemv_applies(p) && aligned)
     run_forward_style(x, w, bias, y, g, stream);
@@ -173,7 +172,7 @@ void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const
   p.validate("dwconv_backward_data_cuda");
   check_pointers("dwconv_backward_data_cuda", dy, "dy", w, "w", dx, "dx");
   const bool aligned = aligned16(dy) && aligned16(w) && aligned16(dx);
-  log_path_once("bdc", p, backward_data_path(p, aligned));
+  log_path_once("bdc", p, [&] { return backward_data_path(p, aligned); });
   const bool vec4 = p.c % 4 == 0 && aligned;
   if (p.stride_h == 1 && p.stride_w == 1) {
     const ConvGeometry g = backward_data_geometry_stride1(p);

@@ -117,7 +117,7 @@ void dwconv_forward_cuda(const __half* x, const __half* w, const __half* bias, _
   p.validate("dwconv_forward_cuda(f16)");
   check_pointers("dwconv_forward_cuda(f16)", x, "x", w, "w", y, "y");
   const bool aligned = aligned16(x) && aligned16(w) && aligned16(bias) && aligned16(y);
-  log_path_once("fwd", p, forward_path_f16(p, aligned));
+  log_path_once("fwd", p, [&] { return forward_path_f16(p, aligned); });
   run_forward_style(x, w, bias, y, forward_geometry(p), aligned, stream);
 }
 
@@ -126,7 +126,7 @@ void dwconv_backward_data_cuda(const __half* dy, const __half* w, __half* dx, co
   p.validate("dwconv_backward_data_cuda(f16)");
   check_pointers("dwconv_backward_data_cuda(f16)", dy, "dy", w, "w", dx, "dx");
   const bool aligned = aligned16(dy) && aligned16(w) && aligned16(dx);
-  log_path_once("bdc", p, backward_data_path_f16(p, aligned));
+  log_path_once("bdc", p, [&] { return backward_data_path_f16(p, aligned); });
   if (p.stride_h == 1 && p.stride_w == 1)
     run_forward_style(dy, w, nullptr, dx, backward_data_geometry_stride1(p), aligned, stream);
   else
@@ -140,7 +140,7 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
   const BfcPath path = choose_bfc(p, x, dy);
-  if (dwconv_verbose()) log_path_once("bfc", p, bfc_path_name(path, p, accum));
+  log_path_once("bfc", p, [&] { return bfc_path_name(path, p, accum); });
   if (path == BfcPath::tiled)
     launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
   else
