@@ -47,6 +47,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -469,9 +470,11 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16Til
 const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
   int dev = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  const std::string key = str_cat(p.str(), '|', static_cast<int>(accum), '|', force.z, '|', force.strip, '|', dev);
+  const std::array<int, 16> key{dev,        p.n,        p.ih,         p.iw,      p.c,         p.fh,
+                                 p.fw,       p.stride_h, p.stride_w,   p.pad_top, p.pad_bottom, p.pad_left,
+                                 p.pad_right, static_cast<int>(accum), force.z, force.strip};
   static std::mutex mu;
-  static std::map<std::string, TiledPlan> cache;
+  static std::map<std::array<int, 16>, TiledPlan> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, make_tiled_plan(p, accum, force)).first;
