@@ -281,6 +281,7 @@ CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, cons
       t = time_runs(run, warmup, reps, stream);
     }
     result.timed.push_back(str_cat(a.name, " ", ms_str(t.median_ms), t.reps == 1 ? " (x1)" : ""));
+    result.ranked.push_back(TimedCandidate{a.name, a.workspace, t, a.run});
     if (!result.found || t.median_ms < result.best.median_ms) {
       result.found = true;
       result.best_name = a.name;

@@ -53,6 +53,14 @@ struct CudnnCandidate {
   std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
 };
 
+// A candidate that ran and was timed, kept so that the caller can check the fastest ones' outputs in turn.
+struct TimedCandidate {
+  std::string name;
+  size_t workspace = 0;
+  Timing timing;
+  std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
+};
+
 struct CudnnResult {
   bool found = false;  // false when every candidate was skipped
   std::string best_name;
@@ -61,6 +69,7 @@ struct CudnnResult {
   std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run_best;  // set when found
   std::vector<std::string> timed;    // "NAME 1.234ms" for every timed candidate
   std::vector<std::string> skipped;  // "NAME (reason)"
+  std::vector<TimedCandidate> ranked;  // every timed candidate, in timing order (the caller sorts)
 };
 
 // Workspace a candidate may use: 8 GiB at most, and 1 GiB of the free device memory left for cuDNN itself.

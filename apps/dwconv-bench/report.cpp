@@ -63,11 +63,32 @@ void print_table(std::ostream& os, const std::vector<Row>& rows) {
   }
 }
 
+namespace {
+
+// Geometric mean, minimum and the points below 1 of one speedup column over the rows of `op` that have it.
+struct SpeedupStats {
+  int compared = 0;
+  double log_sum = 0, min = INFINITY;
+  std::string slower;
+  void add(const Row& r, double speedup) {
+    ++compared;
+    log_sum += std::log(speedup);
+    min = std::min(min, speedup);
+    if (speedup < 1.0) slower += str_cat(slower.empty() ? "" : " ", r.map, "/F", r.filter);
+  }
+  std::string text() const {
+    return str_cat("geomean ", fixed(std::exp(log_sum / compared), 2), "x, min ", fixed(min, 2),
+                   "x, slower than cuDNN: ", slower.empty() ? "none" : slower);
+  }
+};
+
+}  // namespace
+
 void print_summary(std::ostream& os, const std::vector<Row>& rows) {
   for (const char* op : {"fwd", "bdc", "bfc"}) {
-    int points = 0, compared = 0, failed = 0;
-    double log_sum = 0, min_speedup = INFINITY;
-    std::string slower;
+    int points = 0, failed = 0;
+    bool ok_differs = false;
+    SpeedupStats best, accurate;
     for (const Row& r : rows) {
       if (r.op != op) continue;
       ++points;
@@ -75,18 +96,18 @@ void print_summary(std::ostream& os, const std::vector<Row>& rows) {
         ++failed;
         continue;
       }
-      if (!r.has_cudnn) continue;
-      ++compared;
-      log_sum += std::log(r.speedup);
-      min_speedup = std::min(min_speedup, r.speedup);
-      if (r.speedup < 1.0) slower += str_cat(slower.empty() ? "" : " ", r.map, "/F", r.filter);
+      if (r.has_cudnn) best.add(r, r.speedup);
+      if (r.has_cudnn_ok) accurate.add(r, r.speedup_ok);
+      ok_differs = ok_differs || (r.has_cudnn && (!r.has_cudnn_ok || r.cudnn_ok_algo != r.cudnn_algo));
     }
     if (points == 0) continue;
     os << "summary " << op << ": " << points << " points";
     if (failed > 0) os << ", " << failed << " FAILED";
-    if (compared > 0) {
-      os << ", speedup over cuDNN geomean " << fixed(std::exp(log_sum / compared), 2) << "x, min "
-         << fixed(min_speedup, 2) << "x, slower than cuDNN: " << (slower.empty() ? "none" : slower);
+    if (best.compared > 0) {
+      os << ", speedup over cuDNN " << best.text();
+      if (ok_differs && accurate.compared > 0)
+        os << "; over the fastest cuDNN passing the FP64 check (" << accurate.compared << " points) "
+           << accurate.text();
     } else {
       os << ", no cuDNN comparison";
     }
@@ -100,7 +121,8 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     std::ofstream f(tmp);
     CNN_CHECK(f.good(), "--out: cannot open '", tmp, "' for writing");
     f << "op,map,filter,ms,tflops,gbps,cudnn_ms,cudnn_algo,speedup,sgemm_m,sgemm_tflops,frac_sgemm,copy_gbps,"
-         "frac_copy,max_rel_err,cudnn_max_rel_err,mare,cudnn_mare,path,reps,error\n";
+         "frac_copy,max_rel_err,cudnn_max_rel_err,mare,cudnn_mare,path,reps,error,cudnn_ok_ms,cudnn_ok_algo,"
+         "speedup_ok\n";
     f << std::setprecision(6);
     for (const Row& r : rows) {
       const bool ok = r.error.empty();
@@ -112,7 +134,9 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
         << num(ok, r.copy_gbps) << ',' << num(ok, r.frac_copy) << ',' << num(ok && r.has_check, r.max_rel_err) << ','
         << num(ok && r.has_cudnn_check, r.cudnn_max_rel_err) << ',' << num(ok && r.has_check, r.mare) << ','
         << num(ok && r.has_cudnn_check, r.cudnn_mare) << ',' << csv_field(r.path) << ',' << r.reps << ','
-        << csv_field(r.error) << '\n';
+        << csv_field(r.error) << ',' << num(ok && r.has_cudnn_ok, r.cudnn_ok_ms) << ','
+        << csv_field(ok && r.has_cudnn_ok ? r.cudnn_ok_algo : "") << ',' << num(ok && r.has_cudnn_ok, r.speedup_ok)
+        << '\n';
     }
     f.flush();
     CNN_CHECK(f.good(), "--out: write to '", tmp, "' failed");

@@ -35,6 +35,12 @@ struct Row {
   bool has_cudnn_check = false;
   double cudnn_max_rel_err = 0;
   double cudnn_mare = 0;
+  // The fastest cuDNN candidate whose output passed the same FP64 check (with the check on; the candidates are
+  // checked fastest first). Equal to the above when the winner passed; has_cudnn_ok false when none did.
+  bool has_cudnn_ok = false;
+  double cudnn_ok_ms = 0;
+  std::string cudnn_ok_algo;
+  double speedup_ok = 0;  // cudnn_ok_ms / ms
   double tolerance = 0;  // the max_rel limit of this point (check_tolerance for its dtype/op/accumulation)
   int reps = 0;
 };
