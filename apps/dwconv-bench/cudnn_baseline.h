@@ -53,12 +53,22 @@ struct CudnnCandidate {
   std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
 };
 
-// A candidate that ran and was timed, kept so that the caller can check the fastest ones' outputs in turn.
+// The FP64 check of one candidate's output (it has just run on operands(0)).
+struct CandidateCheck {
+  bool passed = false;
+  double max_rel = 0, mare = 0;
+};
+using CheckFn = std::function<CandidateCheck(const std::string& name)>;
+
+// A candidate that ran and was timed; `checked` when its output went through the check (every candidate that was
+// the fastest accurate one so far, or faster than it, is checked).
 struct TimedCandidate {
   std::string name;
   size_t workspace = 0;
   Timing timing;
   std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
+  bool checked = false;
+  CandidateCheck check;
 };
 
 struct CudnnResult {
@@ -106,9 +116,13 @@ std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, dwconv
 // Times every usable candidate (pruning those whose probe run is far slower than the best so far, or than
 // `best_known_ms` when > 0: a time already measured for this point) and returns the fastest. `warmup`/`reps` follow
 // the benchmark protocol. `probe_budget_ms` > 0: once the probe runs add up to it, the remaining candidates are
-// skipped (an engine list can hold dozens of multi-second candidates at large filters).
+// skipped (an engine list can hold dozens of multi-second candidates at large filters). With `check`, each
+// candidate faster than the best accurate one so far has its output checked right after timing, and only
+// candidates that pass become the best and the pruning reference: a fast but inaccurate winner (FP16 accumulation
+// over long reductions) does not hide the accurate candidates behind it.
 CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, const OperandsFn& operands, int warmup,
-                             int reps, cudaStream_t stream, double best_known_ms = 0, double probe_budget_ms = 0);
+                             int reps, cudaStream_t stream, double best_known_ms = 0, double probe_budget_ms = 0,
+                             const CheckFn& check = nullptr);
 
 // Reorders a filter from the project's (FH, FW, C) layout to cuDNN's NHWC-filter layout (C, FH, FW, 1).
 std::vector<float> to_cudnn_filter(const std::vector<float>& w, const dwconv::DwconvParams& p);
