@@ -139,6 +139,30 @@ TEST(DwconvBenchReport, SummaryGeomeanMinAndSlowerPoints) {
   EXPECT_EQ(s.find("summary bfc"), std::string::npos) << s;
 }
 
+// A winner that failed the FP64 check: the summary adds the geomean over the fastest candidates that passed.
+TEST(DwconvBenchReport, SummaryAddsTheAccurateBaselineWhenAWinnerFailedTheCheck) {
+  std::vector<Row> rows = {row("bfc", "A", 9, 1.0, 0.5), row("bfc", "A", 13, 1.0, 2.0)};
+  for (Row& r : rows) {
+    r.has_cudnn_check = r.has_cudnn_ok = true;
+    r.cudnn_ok_algo = r.cudnn_algo;
+    r.cudnn_ok_ms = r.cudnn_ms;
+    r.speedup_ok = r.speedup;
+  }
+  std::ostringstream same;
+  print_summary(same, rows);
+  EXPECT_EQ(same.str().find("passing the FP64 check"), std::string::npos) << same.str();  // nothing differs
+  rows[0].cudnn_ok_algo = "SLOWER_OK";
+  rows[0].cudnn_ok_ms = 8.0;
+  rows[0].speedup_ok = 8.0;
+  std::ostringstream os;
+  print_summary(os, rows);
+  // all: 0.5 and 2 -> geomean 1.00; accurate: 8 and 2 -> geomean 4.00.
+  EXPECT_NE(os.str().find("speedup over cuDNN geomean 1.00x, min 0.50x, slower than cuDNN: A/F9; over the fastest "
+                          "cuDNN passing the FP64 check (2 points) geomean 4.00x, min 2.00x, slower than cuDNN: none"),
+            std::string::npos)
+      << os.str();
+}
+
 TEST(DwconvBenchReport, CsvIsWrittenWholeWithEmptyFieldsForMissingValues) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dwconv_bench_report_test";
   std::filesystem::create_directories(dir);
@@ -155,6 +179,8 @@ TEST(DwconvBenchReport, CsvIsWrittenWholeWithEmptyFieldsForMissingValues) {
   EXPECT_EQ(header.rfind("op,map,filter,ms,tflops,gbps,cudnn_ms,cudnn_algo,speedup,", 0), 0u) << header;
   EXPECT_EQ(first.rfind("fwd,A,3,2,1,", 0), 0u) << first;
   EXPECT_NE(first.find(",4,ALGO,2,"), std::string::npos) << first;
+  EXPECT_NE(header.find(",error,cudnn_ok_ms,cudnn_ok_algo,speedup_ok"), std::string::npos) << header;
+  EXPECT_EQ(first.substr(first.size() - 3), ",,,") << first;  // no check ran: no accurate baseline
   // A failed point keeps its identity and the error (quoted as CSV), every number empty.
   EXPECT_EQ(second.rfind("bfc,A,7,,,,,,,", 0), 0u) << second;
   EXPECT_NE(second.find("\"a, \"\"quoted\"\" error\""), std::string::npos) << second;
