@@ -126,6 +126,11 @@ std::string join(const std::vector<std::string>& items) {
   return s.empty() ? "none" : s;
 }
 
+// The log's name for an accumulation mode: FP16 data runs cuDNN in both, FP32 data in FP32 only (no label).
+const char* accumulation_label(bool f16, bool half_accumulation) {
+  return !f16 ? "" : half_accumulation ? " (fp16 accumulation)" : " (fp32 accumulation)";
+}
+
 // Every timed candidate of every source, named as the report shows it ("graph engN+rtc/f32acc", "ALGO_1/f16acc").
 struct Candidates {
   std::vector<TimedCandidate> all;
@@ -174,9 +179,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
     std::vector<std::pair<cudnnDataType_t, const char*>> computes = {{CUDNN_DATA_FLOAT, f16 ? "/f32acc" : ""}};
     if (f16) computes.insert(computes.begin(), {CUDNN_DATA_HALF, "/f16acc"});
     for (const auto& [compute, tag] : computes) {
-      const std::string label = str_cat("  cudnn engines", f16 ? (compute == CUDNN_DATA_HALF ? " (fp16 accumulation)"
-                                                                                             : " (fp32 accumulation)")
-                                                              : "");
+      const std::string label = str_cat("  cudnn engines", accumulation_label(f16, compute == CUDNN_DATA_HALF));
       try {
         engines.push_back(std::make_unique<CudnnEngines>(*ctx.cudnn, p, op, data, compute));
       } catch (const Error& e) {
@@ -200,8 +203,8 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       CudnnResult rl = bench_candidates(legacy_candidates(*conv, op, cudnn_workspace_cap()), operands,
                                         ctx.opts.warmup, ctx.opts.reps, ctx.stream, cands.reference_ms(checking), 0,
                                         checking ? check : no_check);
-      std::cout << "  cudnn" << (f16 ? (conv == f.conv.get() ? " (fp16 accumulation)" : " (fp32 accumulation)") : "")
-                << " timed: " << join(rl.timed) << "; skipped: " << join(rl.skipped) << '\n';
+      std::cout << "  cudnn" << accumulation_label(f16, conv == f.conv.get()) << " timed: " << join(rl.timed)
+                << "; skipped: " << join(rl.skipped) << '\n';
       cands.add(std::move(rl), "", tag);
     }
   }
