@@ -17,6 +17,12 @@ bool bfc_is_tile(int r, int tm) {
   return false;
 }
 
+bool bfc_is_forced_only(BfcTile t) {
+  for (const BfcTile& f : kBfcTilesForcedOnly)
+    if (f.r == t.r && f.tm == t.tm) return true;
+  return false;
+}
+
 BfcTile bfc_parse_tile(const std::string& text, const char* what) {
   const size_t x = text.find('x');
   int r = 0, tm = 0;
@@ -41,10 +47,13 @@ double bfc_tile_cost(BfcTile t, int fh, int fw) {
 
 BfcTile bfc_choose_tile(int fh, int fw) {
   CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile: expected filter extents >= 1, got ", fh, "x", fw);
+  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
+    if (m.fh == fh && m.fw == fw) return m.tile;
   const auto waste = [&](BfcTile t) { return ceil_div(fh, t.r) * t.r * ceil_div(fw, t.tm) * t.tm - int64_t(fh) * fw; };
   BfcTile best = kBfcTiles[0];
   double best_cost = bfc_tile_cost(best, fh, fw);
   for (const BfcTile& t : kBfcTiles) {
+    if (bfc_is_forced_only(t)) continue;
     const double cost = bfc_tile_cost(t, fh, fw);
     // Equal cost (shared-memory bound): fewer wasted taps first, then the larger tile (fewer threads, atomics).
     const bool tie = cost <= best_cost * (1 + 1e-9);

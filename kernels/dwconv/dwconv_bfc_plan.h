@@ -20,6 +20,21 @@ inline constexpr BfcTile kBfcTiles[] = {{1, 1},  {1, 2},  {1, 3},  {1, 4},  {1, 
                                         {2, 11}, {2, 13}, {2, 16}, {3, 3},  {3, 5},  {3, 7},  {3, 9}, {3, 11},
                                         {3, 13}, {3, 17}, {4, 4},  {4, 8},  {4, 13}, {5, 5},  {7, 7}};
 
+// Tiles the planner never picks on its own (forcing still reaches them): ptxas gives them 193 and 203 registers, so
+// their 3- and 4-warp blocks leave 9-12 warps per SM, too few to cover each dY row's barrier and shared-memory
+// latency. Measured on the H200 at 51x51 (docs/perf/dwconv-fp32-h200.md, fifth session): 3x13 (128 registers)
+// 33.3 TFLOP/s against 3x17's 24.4, although the cost model rates 3x17 4% cheaper.
+inline constexpr BfcTile kBfcTilesForcedOnly[] = {{3, 17}, {4, 13}};
+
+// Filters whose fastest tile, measured on the H200 over the three maps of the benchmark sweep, is not the cost
+// model's pick (the model's candidates there lie within 1% of each other): 51x51 ran 33.3 TFLOP/s with 3x13 against
+// 30.7 with the model's 1x17 and 24.4 with 3x17 (fifth session, docs/perf/dwconv-fp32-h200.md).
+struct BfcMeasuredTile {
+  int fh, fw;
+  BfcTile tile;
+};
+inline constexpr BfcMeasuredTile kBfcMeasuredTiles[] = {{51, 51, {3, 13}}};
+
 // Test / benchmark overrides of the dispatcher's choices; zero fields mean "let the planner decide".
 struct BfcForce {
   int tile_r = 0, tile_tm = 0;  // force this register tile (must be listed in kBfcTiles)
@@ -28,6 +43,7 @@ struct BfcForce {
 };
 
 bool bfc_is_tile(int r, int tm);
+bool bfc_is_forced_only(BfcTile t);
 
 // "RxTM" naming an entry of kBfcTiles (e.g. "1x17"); anything else is a one-line error that starts with `what` (the
 // variable or option it came from).
@@ -37,7 +53,8 @@ BfcTile bfc_parse_tile(const std::string& text, const char* what);
 // every thread holds tile t: tiles needed x max(FFMA+LDS issue over 4 schedulers, LDS wavefronts).
 double bfc_tile_cost(BfcTile t, int fh, int fw);
 
-// Cheapest tile of kBfcTiles for an fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
+// The measured tile of kBfcMeasuredTiles, else the cheapest tile of kBfcTiles outside kBfcTilesForcedOnly for an
+// fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
 BfcTile bfc_choose_tile(int fh, int fw);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.

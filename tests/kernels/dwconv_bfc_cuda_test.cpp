@@ -217,13 +217,18 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
   EXPECT_EQ(tile(13, 13), "1x13");
   EXPECT_EQ(tile(17, 17), "1x17");
   EXPECT_EQ(tile(31, 31), "1x31");
-  EXPECT_EQ(tile(51, 51), "3x17");
+  EXPECT_EQ(tile(51, 51), "3x13");  // measured (kBfcMeasuredTiles); the model would pick 1x17
+  EXPECT_EQ(tile(50, 50), "1x17");  // the model's 3x17 is forced-only (low occupancy)
   EXPECT_EQ(tile(51, 5), "3x5");
   EXPECT_EQ(tile(5, 51), "1x17");
+  for (const BfcMeasuredTile& m : kBfcMeasuredTiles) EXPECT_TRUE(bfc_is_tile(m.tile.r, m.tile.tm)) << m.fh;
   for (int f = 1; f <= 64; ++f) {
     const BfcTile t = bfc_choose_tile(f, f);
     EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << f;
-    for (const BfcTile& o : kBfcTiles) EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+    if (f == 51) continue;  // measured entry
+    EXPECT_FALSE(bfc_is_forced_only(t)) << f;
+    for (const BfcTile& o : kBfcTiles)
+      if (!bfc_is_forced_only(o)) EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
   }
 }
 
