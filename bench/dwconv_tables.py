@@ -6,6 +6,7 @@
   dwconv_tables.py f32 --rows A.csv ...      (all three ops of an FP32 sweep, with the cuDNN winner and the bars)
   dwconv_tables.py f16 --rows A.csv ...      (all three ops of an FP16 fp32-accumulation sweep, same columns; a
                                               cuDNN winner whose output failed the FP64 check is marked with a dagger)
+  (f32 and f16 take --cudnn-fallback too)
 
 --rows: our timings; a later file's point (op, map, filter) replaces an earlier one's. A point without a cuDNN time
 in its own row takes it from --cudnn-fallback and is marked '*'. --before: the same points from an earlier run
@@ -124,7 +125,7 @@ def check_tolerance_f16(op, f):
 
 def sweep(a, f16):
     """One row per (map, filter) with every op present: TFLOP/s and speedup over the cuDNN winner (named)."""
-    rows = load(a.rows)
+    rows, fb = load(a.rows), load(a.cudnn_fallback)
     ops = ['fwd', 'bdc', 'bfc']
     head = ' | '.join(f'{op} TFLOP/s | x cuDNN (winner)' for op in ops)
     print(f'| map | F | {head} |')
@@ -139,19 +140,22 @@ def sweep(a, f16):
                 continue
             cells = []
             for op in ops:
-                if (op, m, f) not in rows or not rows[(op, m, f)][0]['cudnn_ms']:
+                key = (op, m, f)
+                if key not in rows or not (rows[key][0]['cudnn_ms'] or (key in fb and fb[key][0]['cudnn_ms'])):
                     cells.append('- | -')
                     continue
-                r = rows[(op, m, f)][0]
-                x = float(r['cudnn_ms']) / float(r['ms'])
+                r = rows[key][0]
+                base_ms, own = cudnn_ms(r, fb, key)
+                base = r if own else fb[key][0]  # the row whose cuDNN winner is reported
+                x = base_ms / float(r['ms'])
                 sp[op].append((x, m, f))
                 if int(f) <= 5:
                     copy[op].append(float(r['frac_copy']))
                 if int(f) >= 13:
                     sgemm[op].append(float(r['frac_sgemm']))
-                bad = f16 and r['cudnn_max_rel_err'] and float(r['cudnn_max_rel_err']) > check_tolerance_f16(op, f)
-                cells.append(f"{float(r['tflops']):.1f} | {ratio_text(x)} ({short_algo(r['cudnn_algo'])}"
-                             f"{' †' if bad else ''})")
+                bad = f16 and base['cudnn_max_rel_err'] and float(base['cudnn_max_rel_err']) > check_tolerance_f16(op, f)
+                cells.append(f"{float(r['tflops']):.1f} | {ratio_text(x)}{'' if own else '*'} "
+                             f"({short_algo(base['cudnn_algo'])}{' †' if bad else ''})")
             print(f"| {m if m != last_map else ''} | {f} | " + ' | '.join(cells) + ' |')
             last_map = m
     print()
