@@ -48,9 +48,10 @@ struct DeviceInfo {
   int device = 0, sms = 1, max_smem = 48 * 1024;
 };
 
-DeviceInfo device_info() {
+// The current device's attributes the planner needs (only on a plan-cache miss: two attribute queries).
+DeviceInfo device_info(int device) {
   DeviceInfo d;
-  CNN_CUDA_CHECK(cudaGetDevice(&d.device));
+  d.device = device;
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, d.device));
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, d.device));
   return d;
@@ -270,14 +271,16 @@ BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x
                     cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
-  const DeviceInfo dev = device_info();
+  int device = 0;
+  CNN_CUDA_CHECK(cudaGetDevice(&device));
   const PlanKey key{
-      dev.device,         p.n,        p.ih,         p.iw,       p.c,         p.fh,         p.fw,          p.stride_h,
+      device,             p.n,        p.ih,         p.iw,       p.c,         p.fh,         p.fw,          p.stride_h,
       p.stride_w,         p.pad_top,  p.pad_bottom, p.pad_left, p.pad_right, force.tile_r, force.tile_tm, force.z,
       int(force.generic), vec ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
+  const DeviceInfo dev = device_info(device);
   BfcPlan plan = make_plan(p, force, dev);
   const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
   if (tune && x == nullptr) return plan;
