@@ -135,7 +135,7 @@ const char* accumulation_label(bool f16, bool half_accumulation) {
 struct Candidates {
   std::vector<TimedCandidate> all;
   void add(CudnnResult&& r, const std::string& prefix, const char* tag) {
-    for (TimedCandidate& c : r.ranked) {
+    for (TimedCandidate& c : r.timed) {
       c.name = str_cat(prefix, c.name, tag);
       all.push_back(std::move(c));
     }
@@ -189,7 +189,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       CudnnResult re = bench_candidates(engines.back()->candidates(cudnn_workspace_cap()), operands, ctx.opts.warmup,
                                         ctx.opts.reps, ctx.stream, cands.reference_ms(checking),
                                         ctx.opts.engine_probe_budget_ms, checking ? check : no_check);
-      std::cout << label << " timed: " << join(re.timed) << "; skipped: " << join(re.skipped) << '\n';
+      std::cout << label << " timed: " << join(re.timed_text) << "; skipped: " << join(re.skipped) << '\n';
       cands.add(std::move(re), "graph ", tag);
     }
   }
@@ -203,7 +203,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       CudnnResult rl = bench_candidates(legacy_candidates(*conv, op, cudnn_workspace_cap()), operands,
                                         ctx.opts.warmup, ctx.opts.reps, ctx.stream, cands.reference_ms(checking), 0,
                                         checking ? check : no_check);
-      std::cout << "  cudnn" << accumulation_label(f16, conv == f.conv.get()) << " timed: " << join(rl.timed)
+      std::cout << "  cudnn" << accumulation_label(f16, conv == f.conv.get()) << " timed: " << join(rl.timed_text)
                 << "; skipped: " << join(rl.skipped) << '\n';
       cands.add(std::move(rl), "", tag);
     }

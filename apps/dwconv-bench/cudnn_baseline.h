@@ -72,14 +72,9 @@ struct TimedCandidate {
 };
 
 struct CudnnResult {
-  bool found = false;  // false when every candidate was skipped
-  std::string best_name;
-  size_t best_workspace = 0;
-  Timing best;
-  std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run_best;  // set when found
-  std::vector<std::string> timed;    // "NAME 1.234ms" for every timed candidate
-  std::vector<std::string> skipped;  // "NAME (reason)"
-  std::vector<TimedCandidate> ranked;  // every timed candidate, in timing order (the caller sorts)
+  std::vector<TimedCandidate> timed;     // every timed candidate, in the order they ran
+  std::vector<std::string> timed_text;   // "NAME 1.234ms" for each of them (+ " (x1)", " (failed the check)")
+  std::vector<std::string> skipped;      // "NAME (reason)"
 };
 
 // Workspace a candidate may use: 8 GiB at most, and 1 GiB of the free device memory left for cuDNN itself.
@@ -114,7 +109,7 @@ const char* cudnn_algo_name(dwconv::DwconvOp op, int algo);
 std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, dwconv::DwconvOp op, size_t workspace_cap);
 
 // Times every usable candidate (pruning those whose probe run is far slower than the best so far, or than
-// `best_known_ms` when > 0: a time already measured for this point) and returns the fastest. `warmup`/`reps` follow
+// `best_known_ms` when > 0: a time already measured for this point) and returns them all. `warmup`/`reps` follow
 // the benchmark protocol. `probe_budget_ms` > 0: once the probe runs add up to it, the remaining candidates are
 // skipped (an engine list can hold dozens of multi-second candidates at large filters). With `check`, each
 // candidate faster than the best accurate one so far has its output checked right after timing, and only
