@@ -9,19 +9,16 @@ namespace cnn::dwconv {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+template <size_t N>
+bool listed(const BfcTile (&list)[N], int r, int tm) {
+  return std::any_of(list, list + N, [&](const BfcTile& t) { return t.r == r && t.tm == tm; });
+}
 }  // namespace
 
-bool bfc_is_tile(int r, int tm) {
-  for (const BfcTile& t : kBfcTiles)
-    if (t.r == r && t.tm == tm) return true;
-  return false;
-}
+bool bfc_is_tile(int r, int tm) { return listed(kBfcTiles, r, tm); }
 
-bool bfc_is_forced_only(BfcTile t) {
-  for (const BfcTile& f : kBfcTilesForcedOnly)
-    if (f.r == t.r && f.tm == t.tm) return true;
-  return false;
-}
+bool bfc_is_forced_only(BfcTile t) { return listed(kBfcTilesForcedOnly, t.r, t.tm); }
 
 BfcTile bfc_parse_tile(const std::string& text, const char* what) {
   const size_t x = text.find('x');
