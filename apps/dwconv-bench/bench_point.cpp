@@ -126,6 +126,12 @@ std::string join(const std::vector<std::string>& items) {
   return s.empty() ? "none" : s;
 }
 
+std::string join_timed(const std::vector<TimedCandidate>& timed) {
+  std::vector<std::string> items;
+  for (const TimedCandidate& c : timed) items.push_back(timed_text(c));
+  return join(items);
+}
+
 // The log's name for an accumulation mode: FP16 data runs cuDNN in both, FP32 data in FP32 only (no label).
 const char* accumulation_label(bool f16, bool half_accumulation) {
   return !f16 ? "" : half_accumulation ? " (fp16 accumulation)" : " (fp32 accumulation)";
@@ -189,7 +195,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       CudnnResult re = bench_candidates(engines.back()->candidates(cudnn_workspace_cap()), operands, ctx.opts.warmup,
                                         ctx.opts.reps, ctx.stream, cands.reference_ms(checking),
                                         ctx.opts.engine_probe_budget_ms, checking ? check : no_check);
-      std::cout << label << " timed: " << join(re.timed_text) << "; skipped: " << join(re.skipped) << '\n';
+      std::cout << label << " timed: " << join_timed(re.timed) << "; skipped: " << join(re.skipped) << '\n';
       cands.add(std::move(re), "graph ", tag);
     }
   }
@@ -203,7 +209,7 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
       CudnnResult rl = bench_candidates(legacy_candidates(*conv, op, cudnn_workspace_cap()), operands,
                                         ctx.opts.warmup, ctx.opts.reps, ctx.stream, cands.reference_ms(checking), 0,
                                         checking ? check : no_check);
-      std::cout << "  cudnn" << accumulation_label(f16, conv == f.conv.get()) << " timed: " << join(rl.timed_text)
+      std::cout << "  cudnn" << accumulation_label(f16, conv == f.conv.get()) << " timed: " << join_timed(rl.timed)
                 << "; skipped: " << join(rl.skipped) << '\n';
       cands.add(std::move(rl), "", tag);
     }

@@ -228,6 +228,11 @@ std::vector<CudnnCandidate> legacy_candidates(const CudnnDepthwise& conv, Dwconv
   return out;
 }
 
+std::string timed_text(const TimedCandidate& c) {
+  return str_cat(c.name, " ", ms_str(c.timing.median_ms), c.timing.reps == 1 ? " (x1)" : "",
+                 c.checked && !c.check.passed ? " (failed the check)" : "");
+}
+
 CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, const OperandsFn& operands, int warmup,
                              int reps, cudaStream_t stream, double best_known_ms, double probe_budget_ms,
                              const CheckFn& check) {
@@ -282,7 +287,6 @@ CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, cons
       const RunFn run = [&](int i) { CNN_CUDNN_CHECK(a.run(operands(i), workspace.get())); };
       t = time_runs(run, warmup, reps, stream);
     }
-    result.timed_text.push_back(str_cat(a.name, " ", ms_str(t.median_ms), t.reps == 1 ? " (x1)" : ""));
     TimedCandidate timed{a.name, a.workspace, t, a.run, false, {}};
     const double ref_now = reference_ms();
     if (check && (ref_now <= 0 || t.median_ms < ref_now)) {
@@ -292,10 +296,7 @@ CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, cons
       timed.check = check(a.name);
     }
     result.timed.push_back(timed);
-    if (timed.checked && !timed.check.passed) {
-      result.timed_text.back() += " (failed the check)";
-      continue;
-    }
+    if (timed.checked && !timed.check.passed) continue;
     if (best_ms <= 0 || t.median_ms < best_ms) best_ms = t.median_ms;
   }
   return result;

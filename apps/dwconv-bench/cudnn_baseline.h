@@ -72,10 +72,12 @@ struct TimedCandidate {
 };
 
 struct CudnnResult {
-  std::vector<TimedCandidate> timed;     // every timed candidate, in the order they ran
-  std::vector<std::string> timed_text;   // "NAME 1.234ms" for each of them (+ " (x1)", " (failed the check)")
-  std::vector<std::string> skipped;      // "NAME (reason)"
+  std::vector<TimedCandidate> timed;  // every timed candidate, in the order they ran
+  std::vector<std::string> skipped;   // "NAME (reason)"
 };
+
+// The report's line for a timed candidate: "NAME 1.234ms", + " (x1)" when timed once, + " (failed the check)".
+std::string timed_text(const TimedCandidate& c);
 
 // Workspace a candidate may use: 8 GiB at most, and 1 GiB of the free device memory left for cuDNN itself.
 size_t cudnn_workspace_cap();
