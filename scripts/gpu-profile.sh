@@ -11,7 +11,8 @@
 # --cudnn keeps cuDNN on (the benchmark times its candidates too), to profile one of cuDNN's kernels; --list runs
 # the point once with cuDNN on and writes every kernel launched with its duration (speed-of-light section only), to
 # find the name of the kernel cuDNN's winner runs. Writes $OUT/ncu_LABEL.txt (or .device/out/ without $OUT). The
-# bundle comes from scripts/device-bundle.sh.
+# bundle comes from scripts/device-bundle.sh. The clocks are left as the machine runs them (--clock-control none),
+# so the report's durations are comparable with the benchmark's.
 set -uo pipefail
 usage="usage: scripts/gpu-profile.sh [--cudnn|--list] LABEL [KERNEL_REGEX] [VAR=VALUE ...] -- DWCONV_BENCH_ARGS..."
 mode=one
@@ -50,7 +51,7 @@ report="$out/ncu_$label.txt"
 
 if [ "$mode" = list ]; then
   # Every launch of one pass over the point (no warm-up, one timed run): names and durations only.
-  env "${envs[@]}" "$ncu" --section SpeedOfLight --launch-count 400 \
+  env "${envs[@]}" "$ncu" --clock-control none --section SpeedOfLight --launch-count 400 \
     "$bundle/bin/dwconv-bench" --no-check --warmup 0 --reps 1 "$@" > "$report.tmp" 2>&1
   rc=$?
   mv "$report.tmp" "$report"
@@ -71,7 +72,7 @@ fi
 cudnn_args=(--no-cudnn)
 [ "$mode" = cudnn ] && cudnn_args=()
 # One warm-up launch is skipped (module load, first-touch); the benchmark's own timing runs are kept short.
-env "${envs[@]}" "$ncu" --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 \
+env "${envs[@]}" "$ncu" --clock-control none --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
   --section WarpStateStats --section InstructionStats --section ComputeWorkloadAnalysis \
   --section MemoryWorkloadAnalysis --section SourceCounters \
