@@ -45,44 +45,57 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok)
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 4 : 0));
 }
 
+// One thread's share of staging one row into dst[cols][32]: SMEM column k holds global column gc0 + gstep*k of
+// `row` (ncols columns x C channels), channels c0 .. c0+31; zeros outside [0, ncols), beyond C, or when !row_ok
+// (`row` must still point into the tensor). Thread t copies channel quad t % 8 (16 bytes, kVec) or channel t % 32
+// (4 bytes) of columns t/8, t/8 + T/8, ... (t/32, ...). The index math is hoisted out of the job loop, so a job
+// costs a compare, a select, the copy and the increments: redone per job it was ~40 instructions, as many as the
+// FFMAs of a 3x3 tile's row (SASS, sixth session).
+template <bool kVec>
+__device__ __forceinline__ void stage_cols(float* dst, const float* row, bool row_ok, int cols, int gc0, int gstep,
+                                           int ncols, int c, int c0) {
+  constexpr int kPer = kVec ? 8 : kLanes;  // threads per SMEM column
+  constexpr int kWidth = kLanes / kPer;    // floats per job
+  const int lc = (int(threadIdx.x) % kPer) * kWidth;
+  const int kstep = int(blockDim.x) / kPer;  // columns between two jobs of one thread
+  int k = int(threadIdx.x) / kPer;
+  int gc = gc0 + gstep * k;
+  const int gcstep = gstep * kstep;
+  int64_t off = int64_t(gc) * c + c0 + lc;
+  const int64_t offstep = int64_t(gcstep) * c;
+  float* d = dst + k * kLanes + lc;
+  const bool ok_c = row_ok && c0 + lc < c;
+  for (; k < cols; k += kstep, gc += gcstep, off += offstep, d += kstep * kLanes) {
+    const bool ok = ok_c && unsigned(gc) < unsigned(ncols);
+    if constexpr (kVec) {
+      cuda::cp_async_cg16(d, ok ? row + off : row, ok);
+    } else {
+      cp_async4(d, ok ? row + off : row, ok);
+    }
+  }
+}
+
 // Stages sub-image row r_sub of image n, sub-columns q0 .. q0+xc-1, channels c0 .. c0+31 into dst[xc][32]
 // (zeros outside X and beyond C).
 __device__ __forceinline__ void stage_x_row(const TileArgs& a, float* dst, int n, int r_sub, int c0, int q0) {
   const int ih = a.sh * r_sub + a.pa - a.pt;
   const bool row_ok = ih >= 0 && ih < a.ih;
-  const float* row = a.x + (n * a.ih + (row_ok ? ih : 0)) * a.iw * a.c;
+  const float* row = a.x + (int64_t(n) * a.ih + (row_ok ? ih : 0)) * a.iw * a.c;
+  const int gc0 = a.sw * q0 + a.pb - a.pl;
   if (a.vec) {
-    for (int job = threadIdx.x; job < a.xc * 8; job += blockDim.x) {
-      const int k = job >> 3, c = c0 + (job & 7) * 4;
-      const int iw = a.sw * (q0 + k) + a.pb - a.pl;
-      const bool ok = row_ok && iw >= 0 && iw < a.iw && c < a.c;
-      cuda::cp_async_cg16(dst + k * kLanes + (job & 7) * 4, ok ? row + iw * a.c + c : a.x, ok);
-    }
+    stage_cols<true>(dst, row, row_ok, a.xc, gc0, a.sw, a.iw, a.c, c0);
   } else {
-    for (int job = threadIdx.x; job < a.xc * kLanes; job += blockDim.x) {
-      const int k = job >> 5, c = c0 + (job & 31);
-      const int iw = a.sw * (q0 + k) + a.pb - a.pl;
-      const bool ok = row_ok && iw >= 0 && iw < a.iw && c < a.c;
-      cp_async4(dst + job, ok ? row + iw * a.c + c : a.x, ok);
-    }
+    stage_cols<false>(dst, row, row_ok, a.xc, gc0, a.sw, a.iw, a.c, c0);
   }
 }
 
 // Stages dY row g (= n*OH + oh), columns u0 .. u0+bow-1, channels c0 .. c0+31 into dst[bow][32].
 __device__ __forceinline__ void stage_dy_row(const TileArgs& a, float* dst, int g, int c0, int u0) {
-  const float* row = a.dy + g * a.ow * a.c;
+  const float* row = a.dy + int64_t(g) * a.ow * a.c;
   if (a.vec) {
-    for (int job = threadIdx.x; job < a.bow * 8; job += blockDim.x) {
-      const int k = job >> 3, c = c0 + (job & 7) * 4, u = u0 + k;
-      const bool ok = u < a.ow && c < a.c;
-      cuda::cp_async_cg16(dst + k * kLanes + (job & 7) * 4, ok ? row + u * a.c + c : a.dy, ok);
-    }
+    stage_cols<true>(dst, row, true, a.bow, u0, 1, a.ow, a.c, c0);
   } else {
-    for (int job = threadIdx.x; job < a.bow * kLanes; job += blockDim.x) {
-      const int k = job >> 5, c = c0 + (job & 31), u = u0 + k;
-      const bool ok = u < a.ow && c < a.c;
-      cp_async4(dst + job, ok ? row + u * a.c + c : a.dy, ok);
-    }
+    stage_cols<false>(dst, row, true, a.bow, u0, 1, a.ow, a.c, c0);
   }
 }
 
@@ -119,24 +132,28 @@ __device__ __forceinline__ void accumulate_row(float (&acc)[R][TM], const float*
     if (v + s < nsteps) slide_step<R, TM>(acc, win, xr, dyr, v + s, s);
 }
 
-// Stages every X row the block needs for dY row g plus the dY row itself (chunk start, new image).
-__device__ __forceinline__ void stage_full(const TileArgs& a, float* xs, float* dys, int g, int bi, int i0, int c0,
-                                           int u0, int q0) {
-  const int n = g / a.oh, oh = g - n * a.oh;
+// Ring slot of X row slot + k (both < nslot + the ring size), without a division per row.
+__device__ __forceinline__ int ring_slot(int slot, int k, int nslot) {
+  const int s = slot + k;
+  return s >= nslot ? s - nslot : s;
+}
+
+// Stages every X row the block needs for dY row g (image n, row oh; the ring slot of sub-image row oh + i0 is slot0)
+// plus the dY row itself (chunk start, new image).
+__device__ __forceinline__ void stage_full(const TileArgs& a, float* xs, float* dys, int g, int n, int oh, int slot0,
+                                           int bi, int i0, int c0, int u0, int q0) {
   for (int k = 0; k < bi; ++k) {
-    const int r_sub = oh + i0 + k;
-    stage_x_row(a, xs + (r_sub % (bi + 1)) * a.xc * kLanes, n, r_sub, c0, q0);
+    stage_x_row(a, xs + ring_slot(slot0, k, bi + 1) * a.xc * kLanes, n, oh + i0 + k, c0, q0);
   }
   stage_dy_row(a, dys + (g & 1) * a.bow * kLanes, g, c0, u0);
 }
 
-// Stages what dY row g needs beyond row g-1 of the same image: its last X row and the dY row.
-__device__ __forceinline__ void stage_next(const TileArgs& a, float* xs, float* dys, int g, int bi, int i0, int c0,
-                                           int u0, int q0) {
-  const int n = g / a.oh, oh = g - n * a.oh;
-  const int r_sub = oh + i0 + bi - 1;
-  stage_x_row(a, xs + (r_sub % (bi + 1)) * a.xc * kLanes, n, r_sub, c0, q0);
-  stage_dy_row(a, dys + (g & 1) * a.bow * kLanes, g, c0, u0);
+// Stages what dY row g + 1 needs beyond row g of the same image (row oh, ring slot slot0 as above): its last X row
+// (sub-image row oh + i0 + bi, which takes the slot row oh + i0 - 1 left) and the dY row.
+__device__ __forceinline__ void stage_next(const TileArgs& a, float* xs, float* dys, int g, int n, int oh, int slot0,
+                                           int bi, int i0, int c0, int u0, int q0) {
+  stage_x_row(a, xs + ring_slot(slot0, bi, bi + 1) * a.xc * kLanes, n, oh + i0 + bi, c0, q0);
+  stage_dy_row(a, dys + ((g + 1) & 1) * a.bow * kLanes, g + 1, c0, u0);
 }
 
 template <int R, int TM>
@@ -171,14 +188,15 @@ __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a)
     for (int t = 0; t < TM; ++t) acc[r][t] = 0.f;
 
   if (g_begin < g_end) {
-    stage_full(a, xs, dys, g_begin, bi, i0, c0, u0, q0);
+    // (n, oh) of row g and the ring slot of its first X row, advanced per row without divisions.
+    int n = g_begin / a.oh, oh = g_begin - n * a.oh, slot0 = (oh + i0) % nslot;
+    stage_full(a, xs, dys, g_begin, n, oh, slot0, bi, i0, c0, u0, q0);
     cuda::cp_async_commit();
     for (int g = g_begin; g < g_end; ++g) {
-      const int oh = g % a.oh;
       const bool has_next = g + 1 < g_end;
       const bool incremental = has_next && oh + 1 < a.oh;  // next row is in the same image: one new X row
       if (incremental) {
-        stage_next(a, xs, dys, g + 1, bi, i0, c0, u0, q0);  // overlaps this row's compute
+        stage_next(a, xs, dys, g, n, oh, slot0, bi, i0, c0, u0, q0);  // overlaps this row's compute
         cuda::cp_async_commit();
         cuda::cp_async_wait<1>();
       } else {
@@ -188,12 +206,18 @@ __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a)
       if (nsteps > 0) {
         const float* xr[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) xr[r] = xs + (((oh + ti0 + r) % nslot) * a.xc + kb) * kLanes + lane;
+        for (int r = 0; r < R; ++r) xr[r] = xs + (ring_slot(slot0, wrg * R + r, nslot) * a.xc + kb) * kLanes + lane;
         accumulate_row<R, TM>(acc, xr, dys + ((g & 1) * a.bow + wu) * kLanes + lane, nsteps);
       }
       __syncthreads();  // every warp is done with the slots the next staging overwrites
-      if (has_next && !incremental) {
-        stage_full(a, xs, dys, g + 1, bi, i0, c0, u0, q0);
+      if (incremental) {
+        ++oh;
+        slot0 = ring_slot(slot0, 1, nslot);
+      } else if (has_next) {
+        ++n;
+        oh = 0;
+        slot0 = i0 % nslot;
+        stage_full(a, xs, dys, g + 1, n, oh, slot0, bi, i0, c0, u0, q0);
         cuda::cp_async_commit();
       }
     }
