@@ -27,13 +27,16 @@ inline constexpr BfcTile kBfcTiles[] = {{1, 1},  {1, 2},  {1, 3},  {1, 4},  {1, 
 inline constexpr BfcTile kBfcTilesForcedOnly[] = {{3, 17}, {4, 13}};
 
 // Filters whose fastest tile, measured on the H200 over the three maps of the benchmark sweep, is not the cost
-// model's pick (the model's candidates there lie within 1% of each other): 51x51 ran 33.3 TFLOP/s with 3x13 against
-// 30.7 with the model's 1x17 and 24.4 with 3x17 (fifth session, docs/perf/dwconv-fp32-h200.md).
+// model's pick (the model's candidates there lie within 1-10% of each other; it counts a step's FFMA and LDS issue but
+// not what a tile does once per dY row, nor occupancy). docs/perf/dwconv-fp32-h200.md, h200-2026-11-30f:
+// 51x51 ran 33.3 TFLOP/s with 3x13 against 30.7 with the model's 1x17 and 24.4 with 3x17 (fifth session); with the
+// sixth session's staging, 13x13 runs 2x13 1.01-1.16x faster than the model's 1x13 and 31x31 2x16 1.04-1.14x faster
+// than 1x31 (on the old staging, earlier that session, the same order on five of the six map-width pairs).
 struct BfcMeasuredTile {
   int fh, fw;
   BfcTile tile;
 };
-inline constexpr BfcMeasuredTile kBfcMeasuredTiles[] = {{51, 51, {3, 13}}};
+inline constexpr BfcMeasuredTile kBfcMeasuredTiles[] = {{13, 13, {2, 13}}, {31, 31, {2, 16}}, {51, 51, {3, 13}}};
 
 // Test / benchmark overrides of the dispatcher's choices; zero fields mean "let the planner decide".
 struct BfcForce {

@@ -214,10 +214,10 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
   EXPECT_EQ(tile(5, 5), "5x5");
   EXPECT_EQ(tile(7, 7), "7x7");
   EXPECT_EQ(tile(9, 9), "3x9");
-  EXPECT_EQ(tile(13, 13), "1x13");
+  EXPECT_EQ(tile(13, 13), "2x13");  // measured (kBfcMeasuredTiles); the model would pick 1x13
   EXPECT_EQ(tile(17, 17), "1x17");
-  EXPECT_EQ(tile(31, 31), "1x31");
-  EXPECT_EQ(tile(51, 51), "3x13");  // measured (kBfcMeasuredTiles); the model would pick 1x17
+  EXPECT_EQ(tile(31, 31), "2x16");  // measured; the model would pick 1x31
+  EXPECT_EQ(tile(51, 51), "3x13");  // measured; the model would pick 1x17
   EXPECT_EQ(tile(50, 50), "1x17");  // the model's 3x17 is forced-only (low occupancy)
   EXPECT_EQ(tile(51, 5), "3x5");
   EXPECT_EQ(tile(5, 51), "1x17");
