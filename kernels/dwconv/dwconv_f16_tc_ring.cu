@@ -215,8 +215,14 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
   }
 }
 
+// Resident blocks per SM the register budget is set for. Four (<= 128 registers, 16 warps) up to gamma 4 (FW <= 32):
+// the kernel is latency-bound (Nsight Compute at 13x13 with three: 12 warps, 0.75 eligible warps per scheduler,
+// 49% issue-busy) and four ran 1.02-1.12x faster at 7-31 on the sweep maps (sixth session); wider rows need more
+// registers than 128 leaves (51x51 spilled 160 bytes and ran 0.71-0.74x), so they keep three (~170 registers).
+__host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 4 ? 4 : 3; }
+
 template <int kQ, int kGamma>
-__global__ void __launch_bounds__(kThreads, 3) dwconv_tc_ring_f16_kernel(const RingArgs a) {
+__global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_ring_f16_kernel(const RingArgs a) {
   using S = RingShape<kQ, kGamma>;
   extern __shared__ uint4 smem_u4[];
   uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
