@@ -1,6 +1,7 @@
-// FP32 depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X windows * dY.
-// Plans (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches
-// the tiled kernel (dwconv_bfc_tile.cuh) or the generic one (dwconv_bfc_generic.cu). Oracle:
+// FP32-accumulating depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X
+// windows * dY, for FP32 inputs and (the same tile kernel on half data) FP16 inputs, FP32 dW. Plans (register tile,
+// block shape, accumulation split Z per stride phase), caches plans per shape and launches the tiled kernel
+// (dwconv_bfc_tile.cuh) or, FP32 only, the generic one (dwconv_bfc_generic.cu). Oracle:
 // dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
 #include <algorithm>
 #include <array>
@@ -10,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_bfc_cuda.h"
@@ -29,17 +32,20 @@ constexpr double kReuseTarget = 32.0;  // FMAs per staged float that keep L2 -> 
 constexpr int kWarpTarget = 12;        // resident warps per SM beyond which more occupancy is not scored
 constexpr int kMaxSegs = 64;           // most dY column segments the planner considers
 
-// The "static switch": every kBfcTiles entry instantiates bfc_tile_kernel<r, tm>; pick one at run time.
-template <size_t... I>
+// The "static switch": every kBfcTiles entry instantiates bfc_tile_kernel<T, r, tm> for float and __half inputs;
+// pick one at run time.
+template <class T, size_t... I>
 TileKernel tile_kernel_impl(BfcTile t, std::index_sequence<I...>) {
   TileKernel k = nullptr;
-  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = &bfc::bfc_tile_kernel<kBfcTiles[I].r, kBfcTiles[I].tm>)
-                                                     : k),
+  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm
+        ? (k = &bfc::bfc_tile_kernel<T, kBfcTiles[I].r, kBfcTiles[I].tm>)
+        : k),
    ...);
   return k;
 }
-TileKernel tile_kernel(BfcTile t) {
-  TileKernel k = tile_kernel_impl(t, std::make_index_sequence<std::size(kBfcTiles)>{});
+TileKernel tile_kernel(BfcTile t, bool half) {
+  constexpr auto all = std::make_index_sequence<std::size(kBfcTiles)>{};
+  TileKernel k = half ? tile_kernel_impl<__half>(t, all) : tile_kernel_impl<float>(t, all);
   CNN_CHECK(k != nullptr, "dwconv_backward_filter_cuda: no kernel for tile ", t.r, "x", t.tm);
   return k;
 }
@@ -79,7 +85,7 @@ struct BfcPlan {
 // Picks the row groups per block (rg), warps along dY columns (ws) and the segment width (bow) with the best
 // score = occupancy x L2 reuse x prologue overhead x busy row-group fraction; ties keep the earlier (fewer
 // segments, fewer warps) candidate.
-void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel kernel) {
+void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel kernel, int elem) {
   const BfcTile t = pp.tile;
   const int nrg = int(ceil_div(pp.sfh, t.r)), bj = pp.ct * t.tm;
   std::map<std::pair<int, int>, int> occupancy;  // (threads, smem) -> resident blocks per SM
@@ -99,7 +105,7 @@ void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel
     for (int ws = 1; base * ws <= bfc::kMaxWarps; ws *= 2) {
       for (int nseg = 1; nseg <= std::min(ow, kMaxSegs); ++nseg) {
         const int bsub = int(ceil_div(ceil_div(ow, nseg), ws)), bow = bsub * ws;
-        const int xc = bow + bj - 1, smem = bfc::tile_smem_bytes(bi, xc, bow);
+        const int xc = bow + bj - 1, smem = bfc::tile_smem_bytes(bi, xc, bow, elem);
         if (smem > dev.max_smem) continue;
         const int blocks = blocks_per_sm(base * ws * bfc::kLanes, smem);
         if (blocks == 0) continue;
@@ -127,7 +133,7 @@ void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel
             " bytes of shared memory for tile ", t.r, "x", t.tm, " (filter ", pp.sfh, "x", pp.sfw, ")");
 }
 
-PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev) {
+PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev, bool half) {
   PhasePlan pp;
   pp.pa = pa;
   pp.pb = pb;
@@ -138,9 +144,9 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
   pp.ct = bfc_group_size(nct, bfc::kMaxWarps);
   pp.n_ctiles = int(ceil_div(nct, pp.ct));
   pp.n_cslices = int(ceil_div(p.c, bfc::kLanes));
-  const TileKernel kernel = tile_kernel(pp.tile);
+  const TileKernel kernel = tile_kernel(pp.tile, half);
   CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.max_smem));
-  choose_block_shape(pp, p.ow(), dev, kernel);
+  choose_block_shape(pp, p.ow(), dev, kernel, half ? 2 : 4);
   const int64_t rows = int64_t(p.n) * p.oh();
   const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / pp.blocks_per_chunk()));
   if (force.z > 0) {
@@ -152,8 +158,9 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
   return pp;
 }
 
-BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev) {
+BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev, bool half) {
   BfcPlan plan;
+  CNN_CHECK(!(half && force.generic), "dwconv_backward_filter_cuda: the generic kernel takes FP32 inputs only");
   if (force.generic) {
     plan.generic = true;
     const int64_t positions = int64_t(p.n) * p.oh() * p.ow();
@@ -165,11 +172,11 @@ BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo
     return plan;
   }
   for (int pa = 0; pa < std::min(p.stride_h, p.fh); ++pa)
-    for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev));
+    for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev, half));
   return plan;
 }
 
-TileArgs tile_args(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec) {
+TileArgs tile_args(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec) {
   TileArgs a{};
   a.x = x;
   a.dy = dy;
@@ -204,12 +211,12 @@ TileArgs tile_args(const float* x, const float* dy, float* dw, const DwconvParam
   return a;
 }
 
-void launch_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                  cudaStream_t stream) {
+void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                  bool half, cudaStream_t stream) {
   const TileArgs a = tile_args(x, dy, dw, p, pp, vec);
   const int threads = pp.rg * pp.ct * pp.ws * bfc::kLanes;
   const int64_t blocks = pp.blocks_per_chunk() * pp.z;
-  tile_kernel(pp.tile)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
+  tile_kernel(pp.tile, half)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
   CNN_CHECK_LAUNCH("bfc_tile_kernel");
 }
 
@@ -223,14 +230,14 @@ bool tuning_enabled() {
   return on;
 }
 
-float time_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                 cudaStream_t stream) {
+float time_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                 bool half, cudaStream_t stream) {
   cudaEvent_t start, stop;
   CNN_CUDA_CHECK(cudaEventCreate(&start));
   CNN_CUDA_CHECK(cudaEventCreate(&stop));
-  launch_phase(x, dy, dw, p, pp, vec, stream);  // warm-up
+  launch_phase(x, dy, dw, p, pp, vec, half, stream);  // warm-up
   CNN_CUDA_CHECK(cudaEventRecord(start, stream));
-  launch_phase(x, dy, dw, p, pp, vec, stream);
+  launch_phase(x, dy, dw, p, pp, vec, half, stream);
   CNN_CUDA_CHECK(cudaEventRecord(stop, stream));
   CNN_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;
@@ -240,7 +247,7 @@ float time_phase(const float* x, const float* dy, float* dw, const DwconvParams&
   return ms;
 }
 
-void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const DwconvParams& p, bool vec,
+void tune_plan(BfcPlan& plan, const void* x, const void* dy, float* dw, const DwconvParams& p, bool vec, bool half,
                const DeviceInfo& dev, cudaStream_t stream) {
   const int64_t rows = int64_t(p.n) * p.oh();
   for (PhasePlan& pp : plan.phases) {
@@ -253,7 +260,7 @@ void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const 
     for (int64_t z : cands) {
       PhasePlan c = pp;
       c.z = std::min(z, z_cap);
-      const float ms = time_phase(x, dy, dw, p, c, vec, stream);
+      const float ms = time_phase(x, dy, dw, p, c, vec, half, stream);
       if (best_ms < 0 || ms < best_ms) {
         best_ms = ms;
         best = c;
@@ -263,12 +270,12 @@ void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const 
   }
 }
 
-using PlanKey = std::array<int, 18>;
+using PlanKey = std::array<int, 19>;
 
 // Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
 // on is returned but not cached, so the first real run still gets measured.
-BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy, float* dw, bool vec,
-                    cudaStream_t stream) {
+BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const void* x, const void* dy, float* dw, bool vec,
+                    bool half, cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
   int device = 0;
@@ -276,19 +283,19 @@ BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x
   const PlanKey key{
       device,             p.n,        p.ih,         p.iw,       p.c,         p.fh,         p.fw,          p.stride_h,
       p.stride_w,         p.pad_top,  p.pad_bottom, p.pad_left, p.pad_right, force.tile_r, force.tile_tm, force.z,
-      int(force.generic), vec ? 1 : 0};
+      int(force.generic), vec ? 1 : 0,   half ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   const DeviceInfo dev = device_info(device);
-  BfcPlan plan = make_plan(p, force, dev);
+  BfcPlan plan = make_plan(p, force, dev, half);
   const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
   if (tune && x == nullptr) return plan;
-  if (tune) tune_plan(plan, x, dy, dw, p, vec, dev, stream);
+  if (tune) tune_plan(plan, x, dy, dw, p, vec, half, dev, stream);
   return cache.emplace(key, std::move(plan)).first->second;
 }
 
-void check_inputs(const float* x, const float* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
+void check_inputs(const void* x, const void* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
   p.validate("dwconv_backward_filter_cuda");
   check_pointers("dwconv_backward_filter_cuda", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK((force.tile_r == 0 && force.tile_tm == 0) || bfc_is_tile(force.tile_r, force.tile_tm),
@@ -297,14 +304,16 @@ void check_inputs(const float* x, const float* dy, const float* dw, const Dwconv
   CNN_CHECK(force.z >= 0, "dwconv_backward_filter_cuda: expected forced Z >= 0, got ", force.z);
 }
 
-bool vec_ok(const float* x, const float* dy, int c) {
-  return c % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+// 16-byte copies: 16 bytes of channels divide C (4 floats, 8 halves) and both tensors are 16-byte aligned.
+bool vec_ok(const void* x, const void* dy, int c, bool half) {
+  return c % (half ? 8 : 4) == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(dy) % 16 == 0;
 }
 
-std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec) {
+std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, bool half) {
   if (plan.generic) return str_cat("bfc generic Z=", plan.generic_z);
   const PhasePlan& pp = plan.phases.front();
-  std::string s = str_cat("bfc tile R=", pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
+  std::string s = str_cat(half ? "bfc f16 tile (fp32 accumulation) R=" : "bfc tile R=", pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
                           " bow=", pp.bow, " segs=", pp.n_segs, " Z=", pp.z, vec ? " vec" : " scalar");
   if (plan.phases.size() > 1) s += str_cat(" phases=", p.stride_h, "x", p.stride_w);
   return s;
@@ -327,36 +336,52 @@ const BfcForce& default_force() {
   return force;
 }
 
-void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, const BfcForce& force,
+void run_bfc(const void* x, const void* dy, float* dw, const DwconvParams& p, const BfcForce& force, bool half,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
-  const bool vec = vec_ok(x, dy, p.c);
-  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, stream);
-  log_path_once("bfc", p, [&] { return describe(plan, p, vec); });
+  const bool vec = vec_ok(x, dy, p.c, half);
+  CNN_CHECK(vec || !half, "dwconv_backward_filter_cuda_tile_f16: expected C % 8 == 0 and 16-byte aligned x and dy, got ",
+            p.str());
+  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, half, stream);
+  log_path_once(half ? "bfc f16" : "bfc", p, [&] { return describe(plan, p, vec, half); });
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
   if (plan.generic) {
-    launch_bfc_generic(x, dy, dw, p, plan.generic_z, stream);
+    launch_bfc_generic(static_cast<const float*>(x), static_cast<const float*>(dy), dw, p, plan.generic_z, stream);
     return;
   }
-  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, stream);
+  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, half, stream);
 }
 
 }  // namespace
 
 void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                  cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, default_force(), stream);
+  run_bfc(x, dy, dw, p, default_force(), false, stream);
 }
 
 void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                         const BfcForce& force, cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, force, stream);
+  run_bfc(x, dy, dw, p, force, false, stream);
+}
+
+bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy) {
+  return vec_ok(x == nullptr ? dy : x, dy == nullptr ? x : dy, p.c, true);
+}
+
+void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                          const BfcForce& force, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, force, true, stream);
+}
+
+std::string bfc_tile_f16_path_name(const DwconvParams& p) {
+  p.validate("bfc_tile_f16_path_name");
+  return describe(cached_plan(p, BfcForce{}, nullptr, nullptr, nullptr, true, true, nullptr), p, true, true);
 }
 
 std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
   p.validate("bfc_path_name");
   const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
-  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, nullptr), p, vec);
+  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, false, nullptr), p, vec, false);
 }
 
 std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, default_force()); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
@@ -22,13 +23,20 @@ const std::string& forced_path() {
   return value;
 }
 
-enum class BfcPath { tiled, row_warp };
+enum class BfcPath { tiled, row_warp, tile };
 
-// CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the kernels
-// on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback.
-BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
-  static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp"});
+// CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp | tile forces the backward-filter kernel (benchmarks, A/B of the
+// kernels on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback. tile = the
+// FP32 kernels' register-tile kernel on half inputs (FP32 accumulation only), forced only until measured.
+BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy, BfcAccum accum) {
+  static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp", "tile"});
   if (forced == "rowwarp") return BfcPath::row_warp;
+  if (forced == "tile") {
+    CNN_CHECK(accum == BfcAccum::fp32, "CNN_DWCONV_F16_BFC_PATH=tile: accumulates in FP32 only, got ha");
+    CNN_CHECK(bfc_tile_f16_supports(p, x, dy),
+              "CNN_DWCONV_F16_BFC_PATH=tile: needs C % 8 == 0 and 16-byte aligned tensors, got ", p.str());
+    return BfcPath::tile;
+  }
   const bool tiled_ok = bfc_f16_tiled_supports(p, x, dy);
   CNN_CHECK(tiled_ok || forced != "tiled",
             "CNN_DWCONV_F16_BFC_PATH=tiled: needs stride 1, C % 4 == 0 and 8-byte aligned tensors, got ", p.str());
@@ -36,6 +44,7 @@ BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
 }
 
 std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
+  if (path == BfcPath::tile) return bfc_tile_f16_path_name(p);
   if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
   return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
@@ -139,9 +148,11 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   check_pointers("dwconv_backward_filter_cuda(f16)", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
-  const BfcPath path = choose_bfc(p, x, dy);
+  const BfcPath path = choose_bfc(p, x, dy, accum);
   log_path_once("bfc", p, [&] { return bfc_path_name(path, p, accum); });
-  if (path == BfcPath::tiled)
+  if (path == BfcPath::tile)
+    dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, BfcForce{}, stream);
+  else if (path == BfcPath::tiled)
     launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
   else
     launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
@@ -155,7 +166,7 @@ std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, Bf
   switch (op) {
     case DwconvOp::forward: return forward_path_f16(p, true);
     case DwconvOp::backward_data: return backward_data_path_f16(p, true);
-    case DwconvOp::backward_filter: return bfc_path_name(choose_bfc(p, nullptr, nullptr), p, accum);
+    case DwconvOp::backward_filter: return bfc_path_name(choose_bfc(p, nullptr, nullptr, accum), p, accum);
   }
   return "unknown";
 }

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
@@ -367,6 +368,58 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
   check_bfc_tiled(same(4, 32, 32, 256, 7, 7), 7402);
   check_bfc_tiled(same(2, 48, 80, 128, 9, 9), 7403);
   check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
+}
+
+// The FP32 backward-filter tile kernel on FP16 inputs (dwconv_bfc_tile.cuh with T = __half; FP32 accumulation):
+// the planner's choices, a forced Z and a forced tile, against FP64 with the FP32-accumulation bound.
+void check_bfc_tile_f16(const Case& k, uint64_t seed) {
+  const DwconvParams p = k.params();
+  ASSERT_TRUE(bfc_tile_f16_supports(p, nullptr, nullptr)) << p.str();
+  const HalfData d = f16test::make_data(p, seed);
+  const f16test::References ref = f16test::references(p, d);
+  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
+  DeviceArray<float> dw(p.w_elems());
+  x.upload(d.x.data()), dy.upload(d.dy.data());
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  BfcForce z3, t1x5;
+  z3.z = 3;
+  t1x5.tile_r = 1, t1x5.tile_tm = 5;
+  for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
+    dw.poison();
+    dwconv_backward_filter_cuda_tile_f16(x.get(), dy.get(), dw.get(), p, force, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::vector<float> got_f = dw.download<float>();
+    const std::vector<double> got(got_f.begin(), got_f.end());
+    const std::string name = "bfc f16 tile force " + std::to_string(force.tile_r) + "x" +
+                             std::to_string(force.tile_tm) + " z=" + std::to_string(force.z) + " " + p.str() +
+                             " seed=" + std::to_string(seed);
+    // FP32 sums of exact FP16 products: per-thread FMA chains and one atomic per chunk and phase.
+    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+    f16test::expect_ok(st, name);
+    EXPECT_LE(st.mare, kMareBound) << name;
+  }
+}
+
+TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 7600;
+  for (const Case& k : {
+           same(1, 1, 1, 8, 1, 1),                         // single pixel, 1x1
+           same(3, 17, 34, 72, 3, 3),                      // partial channel slice (72 = 2 x 32 + 8)
+           same(1, 17, 34, 1032, 7, 7),                    // 33 channel slices
+           same(3, 33, 70, 8, 5, 5),                       // C = 8
+           Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},      // even filter height, asymmetric padding
+           Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},    // pads beyond the filter reach
+           Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},    // rows entirely in the padding
+           same(1, 40, 70, 136, 17, 17),                   // 1x17 tile
+           same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry)
+           same(1, 17, 34, 72, 51, 51),                    // 3x13 tile, most taps in the padding
+           same(1, 17, 34, 72, 51, 5),                     // tall strip
+           Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
+           Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
+           same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks
+       })
+    check_bfc_tile_f16(k, seed++);
 }
 
 // The dispatcher takes the tiled kernel in both accumulation modes exactly when it supports the shape; ha strips
