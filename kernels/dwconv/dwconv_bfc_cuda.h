@@ -18,11 +18,13 @@ std::string bfc_path_name(const DwconvParams& p, const BfcForce& force);
 void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                         const BfcForce& force, cudaStream_t stream);
 
-// The same tile kernel and planner on FP16 X and dY (widened as they are read from shared memory), FP32 accumulation
-// and FP32 dW, any stride and padding; needs C % 8 == 0 and 16-byte aligned x and dy (bfc_tile_f16_supports; a null
-// pointer is taken as aligned). Zeroes dw first, like the FP32 entry.
+// The same tile kernel and planner on FP16 X and dY, FP32 dW, any stride and padding: accumulation fp32 (values
+// widened as read from shared memory, FP32 FMAs) or ha (channel pairs, HFMA2 partials over runs of kBfcHaRun dY
+// columns merged into FP32 sums, as dwconv_backward_filter_reference_f16 emulates; tiles of <= kBfcHaMaxTaps taps).
+// Needs C % 8 == 0 and 16-byte aligned x and dy (bfc_tile_f16_supports; a null pointer counts as aligned). Zeroes dw
+// first, like the FP32 entry.
 bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy);
 void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
-                                          const BfcForce& force, cudaStream_t stream);
-std::string bfc_tile_f16_path_name(const DwconvParams& p);
+                                          BfcAccum accum, const BfcForce& force, cudaStream_t stream);
+std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum);
 }  // namespace cnn::dwconv

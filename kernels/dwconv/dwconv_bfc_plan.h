@@ -45,6 +45,10 @@ struct BfcForce {
   bool generic = false;         // force the simple per-(tap, channel) reduction kernel
 };
 
+// Hybrid accumulation on FP16 inputs holds an FP16 partial, an FP16 window value and two FP32 sums per tap (4
+// registers, against 2 for FP32 accumulation): its tiles keep r * tm <= kBfcHaMaxTaps.
+inline constexpr int kBfcHaMaxTaps = 32;
+
 bool bfc_is_tile(int r, int tm);
 bool bfc_is_forced_only(BfcTile t);
 
@@ -59,6 +63,10 @@ double bfc_tile_cost(BfcTile t, int fh, int fw);
 // The measured tile of kBfcMeasuredTiles, else the cheapest tile of kBfcTiles outside kBfcTilesForcedOnly for an
 // fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
 BfcTile bfc_choose_tile(int fh, int fw);
+
+// The cheapest tile by bfc_tile_cost among kBfcTiles with r * tm <= kBfcHaMaxTaps outside kBfcTilesForcedOnly (same
+// tie rules as bfc_choose_tile; no measured entries yet).
+BfcTile bfc_choose_tile_ha(int fh, int fw);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.
 int bfc_group_size(int n_units, int max_group);

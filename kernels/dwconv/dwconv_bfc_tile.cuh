@@ -9,8 +9,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/cp_async.cuh"
+#include "kernels/dwconv/dwconv.h"
 
 namespace cnn::dwconv::bfc {
 
@@ -59,7 +61,7 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok)
 template <class T, bool kVec>
 __device__ __forceinline__ void stage_cols(T* dst, const T* row, bool row_ok, int cols, int gc0, int gstep,
                                            int ncols, int c, int c0) {
-  static_assert(kVec || sizeof(T) == 4, "4-byte copies stage one float");
+  static_assert(kVec || std::is_same_v<T, float>, "4-byte copies stage one float");
   constexpr int kWidth = kVec ? 16 / int(sizeof(T)) : 1;  // elements per job
   constexpr int kPer = kLanes / kWidth;                   // threads per SMEM column
   const int lc = (int(threadIdx.x) % kPer) * kWidth;
@@ -89,7 +91,7 @@ __device__ __forceinline__ void stage_x_row(const TileArgs& a, T* dst, int n, in
   const bool row_ok = ih >= 0 && ih < a.ih;
   const T* row = static_cast<const T*>(a.x) + (int64_t(n) * a.ih + (row_ok ? ih : 0)) * a.iw * a.c;
   const int gc0 = a.sw * q0 + a.pb - a.pl;
-  if constexpr (sizeof(T) == 4) {
+  if constexpr (std::is_same_v<T, float>) {
     if (!a.vec) {
       stage_cols<T, false>(dst, row, row_ok, a.xc, gc0, a.sw, a.iw, a.c, c0);
       return;
@@ -102,7 +104,7 @@ __device__ __forceinline__ void stage_x_row(const TileArgs& a, T* dst, int n, in
 template <class T>
 __device__ __forceinline__ void stage_dy_row(const TileArgs& a, T* dst, int g, int c0, int u0) {
   const T* row = static_cast<const T*>(a.dy) + int64_t(g) * a.ow * a.c;
-  if constexpr (sizeof(T) == 4) {
+  if constexpr (std::is_same_v<T, float>) {
     if (!a.vec) {
       stage_cols<T, false>(dst, row, true, a.bow, u0, 1, a.ow, a.c, c0);
       return;
@@ -170,8 +172,71 @@ __device__ __forceinline__ void stage_next(const TileArgs& a, T* xs, T* dys, int
   stage_dy_row(a, dys + ((g + 1) & 1) * a.bow * kLanes, g + 1, c0, u0);
 }
 
+// Hybrid accumulation (ha) on FP16 inputs: lanes hold channel pairs (T = __half2, so a block slice is 64 channels
+// in the same 128 bytes per position as 32 floats, and TileArgs::c counts pairs). Per dY column one HFMA2 per tap
+// adds X * dY to an FP16 partial; the partials enter the FP32 sums after every run of kBfcHaRun dY columns (runs
+// start at multiples of kBfcHaRun: the planner aligns warp segments) and at the segment's end, as the host
+// emulation (dwconv_backward_filter_reference_f16) forms them. Zero-filled X columns give HFMA2(0, dy, p) = p, the
+// emulation's skipped step.
+template <int R, int TM>
+__device__ __forceinline__ void flush_ha(float2 (&acc)[R][TM], __half2 (&part)[R][TM]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TM; ++t) {
+      const float2 f = __half22float2(part[r][t]);
+      acc[r][t].x += f.x;
+      acc[r][t].y += f.y;
+      part[r][t] = __float2half2_rn(0.f);
+    }
+}
+
+template <int R, int TM>
+__device__ __forceinline__ void slide_step_ha(__half2 (&part)[R][TM], __half2 (&win)[R][TM],
+                                              const __half2* const (&xr)[R], const __half2* dyr, int v, int s) {
+  const __half2 d = dyr[v * kLanes];
+#pragma unroll
+  for (int r = 0; r < R; ++r) win[r][(s + TM - 1) % TM] = xr[r][(v + TM - 1) * kLanes];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TM; ++t) part[r][t] = __hfma2(win[r][(s + t) % TM], d, part[r][t]);
+}
+
+// acc[r][t] += the run-wise FP16 sums of xr[r][(v+t)*32] * dyr[v*32] over v < nsteps (v = 0 starts a run).
+template <int R, int TM>
+__device__ __forceinline__ void accumulate_row(float2 (&acc)[R][TM], const __half2* const (&xr)[R],
+                                               const __half2* dyr, int nsteps) {
+  __half2 win[R][TM], part[R][TM];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TM; ++t) {
+      part[r][t] = __float2half2_rn(0.f);
+      if (t + 1 < TM) win[r][t] = xr[r][t * kLanes];
+    }
+  int v = 0;
+  for (; v + TM <= nsteps; v += TM) {
+#pragma unroll
+    for (int s = 0; s < TM; ++s) {
+      slide_step_ha<R, TM>(part, win, xr, dyr, v + s, s);
+      if ((v + s + 1) % kBfcHaRun == 0) flush_ha<R, TM>(acc, part);
+    }
+  }
+#pragma unroll
+  for (int s = 0; s < TM; ++s)
+    if (v + s < nsteps) {
+      slide_step_ha<R, TM>(part, win, xr, dyr, v + s, s);
+      if ((v + s + 1) % kBfcHaRun == 0) flush_ha<R, TM>(acc, part);
+    }
+  if (nsteps % kBfcHaRun != 0) flush_ha<R, TM>(acc, part);  // the segment's last, short run
+}
+
+// T = float or __half: FP32 FMAs on widened values; T = __half2: hybrid accumulation (above), dW gets both channels.
 template <class T, int R, int TM>
 __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a) {
+  constexpr bool kHa = std::is_same_v<T, __half2>;
+  using Acc = std::conditional_t<kHa, float2, float>;
   extern __shared__ float4 smem4[];           // float4: 16-byte alignment for cp.async
   T* const xs = reinterpret_cast<T*>(smem4);  // ring of bi+1 X rows, [bi+1][xc][32]
   const int bi = a.rg * R, bj = a.ct * TM, nslot = bi + 1;
@@ -195,11 +260,11 @@ __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a)
   const int nsteps = (ti0 < a.sfh && tj0 < a.sfw) ? max(0, min(a.bsub, a.ow - u0 - wu)) : 0;
   const int kb = wu + wct * TM;  // SMEM column of X[v = 0, t = 0] for this warp
 
-  float acc[R][TM];
+  Acc acc[R][TM];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int t = 0; t < TM; ++t) acc[r][t] = 0.f;
+    for (int t = 0; t < TM; ++t) acc[r][t] = Acc{};
 
   if (g_begin < g_end) {
     // (n, oh) of row g and the ring slot of its first X row, advanced per row without divisions.
@@ -248,7 +313,13 @@ __global__ void __launch_bounds__(kMaxThreads) bfc_tile_kernel(const TileArgs a)
       const int sj = tj0 + t;
       if (sj >= a.sfw) continue;
       const int64_t i = a.pa + int64_t(a.sh) * si, j = a.pb + int64_t(a.sw) * sj;
-      atomicAdd(a.dw + (i * a.fw + j) * a.c + c, acc[r][t]);
+      if constexpr (kHa) {
+        float* const d = a.dw + (i * a.fw + j) * (2 * int64_t(a.c)) + 2 * c;  // a.c counts channel pairs
+        atomicAdd(d, acc[r][t].x);
+        atomicAdd(d + 1, acc[r][t].y);
+      } else {
+        atomicAdd(a.dw + (i * a.fw + j) * a.c + c, acc[r][t]);
+      }
     }
   }
 }

@@ -27,12 +27,11 @@ enum class BfcPath { tiled, row_warp, tile };
 
 // CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp | tile forces the backward-filter kernel (benchmarks, A/B of the
 // kernels on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback. tile = the
-// FP32 kernels' register-tile kernel on half inputs (FP32 accumulation only), forced only until measured.
-BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy, BfcAccum accum) {
+// FP32 kernels' register-tile kernel on half inputs (both accumulations), forced only until measured.
+BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
   static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp", "tile"});
   if (forced == "rowwarp") return BfcPath::row_warp;
   if (forced == "tile") {
-    CNN_CHECK(accum == BfcAccum::fp32, "CNN_DWCONV_F16_BFC_PATH=tile: accumulates in FP32 only, got ha");
     CNN_CHECK(bfc_tile_f16_supports(p, x, dy),
               "CNN_DWCONV_F16_BFC_PATH=tile: needs C % 8 == 0 and 16-byte aligned tensors, got ", p.str());
     return BfcPath::tile;
@@ -44,7 +43,7 @@ BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy, BfcAccu
 }
 
 std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
-  if (path == BfcPath::tile) return bfc_tile_f16_path_name(p);
+  if (path == BfcPath::tile) return bfc_tile_f16_path_name(p, accum);
   if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
   return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
@@ -148,10 +147,10 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
   check_pointers("dwconv_backward_filter_cuda(f16)", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
-  const BfcPath path = choose_bfc(p, x, dy, accum);
+  const BfcPath path = choose_bfc(p, x, dy);
   log_path_once("bfc", p, [&] { return bfc_path_name(path, p, accum); });
   if (path == BfcPath::tile)
-    dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, BfcForce{}, stream);
+    dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, accum, BfcForce{}, stream);
   else if (path == BfcPath::tiled)
     launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
   else
@@ -166,7 +165,7 @@ std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, Bf
   switch (op) {
     case DwconvOp::forward: return forward_path_f16(p, true);
     case DwconvOp::backward_data: return backward_data_path_f16(p, true);
-    case DwconvOp::backward_filter: return bfc_path_name(choose_bfc(p, nullptr, nullptr, accum), p, accum);
+    case DwconvOp::backward_filter: return bfc_path_name(choose_bfc(p, nullptr, nullptr), p, accum);
   }
   return "unknown";
 }

@@ -236,6 +236,22 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
   }
 }
 
+// Hybrid accumulation's tiles (FP16 inputs): the cheapest tile of at most kBfcHaMaxTaps taps by the same cost model.
+TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
+  for (int fh = 1; fh <= 64; fh += 3)
+    for (int fw = 1; fw <= 64; fw += 2) {
+      const BfcTile t = bfc_choose_tile_ha(fh, fw);
+      EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << fh << "x" << fw;
+      EXPECT_LE(t.r * t.tm, kBfcHaMaxTaps) << fh << "x" << fw;
+      EXPECT_FALSE(bfc_is_forced_only(t)) << fh << "x" << fw;
+      for (const BfcTile& o : kBfcTiles)
+        if (!bfc_is_forced_only(o) && o.r * o.tm <= kBfcHaMaxTaps)
+          EXPECT_LE(bfc_tile_cost(t, fh, fw), bfc_tile_cost(o, fh, fw) + 1e-9) << fh << "x" << fw;
+    }
+  EXPECT_EQ(bfc_choose_tile_ha(3, 3).r * bfc_choose_tile_ha(3, 3).tm, 9);  // within budget: as bfc_choose_tile
+  EXPECT_THROW(bfc_choose_tile_ha(0, 3), cnn::Error);
+}
+
 // CNN_DWCONV_F32_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
 TEST(DwconvBfcPlan, ParseTileAcceptsInstantiatedTilesOnly) {
   const BfcTile t = bfc_parse_tile("3x17", "VAR");

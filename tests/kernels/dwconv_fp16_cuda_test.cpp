@@ -370,8 +370,10 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
   check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
 }
 
-// The FP32 backward-filter tile kernel on FP16 inputs (dwconv_bfc_tile.cuh with T = __half; FP32 accumulation):
-// the planner's choices, a forced Z and a forced tile, against FP64 with the FP32-accumulation bound.
+// The FP32 backward-filter tile kernel on FP16 inputs (dwconv_bfc_tile.cuh with T = __half, and __half2 for ha):
+// the planner's choices, a forced Z and a forced tile, in both accumulation modes. fp32 against FP64 with the
+// FP32-accumulation bound; ha against the host emulation (its FP16 runs exactly, FP32 merges within rounding) and
+// against FP64 with the ha bound.
 void check_bfc_tile_f16(const Case& k, uint64_t seed) {
   const DwconvParams p = k.params();
   ASSERT_TRUE(bfc_tile_f16_supports(p, nullptr, nullptr)) << p.str();
@@ -381,22 +383,34 @@ void check_bfc_tile_f16(const Case& k, uint64_t seed) {
   DeviceArray<float> dw(p.w_elems());
   x.upload(d.x.data()), dy.upload(d.dy.data());
   const double l_terms = double(p.n) * p.oh() * p.ow();
+  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
   BfcForce z3, t1x5;
   z3.z = 3;
   t1x5.tile_r = 1, t1x5.tile_tm = 5;
-  for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
-    dw.poison();
-    dwconv_backward_filter_cuda_tile_f16(x.get(), dy.get(), dw.get(), p, force, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::vector<float> got_f = dw.download<float>();
-    const std::vector<double> got(got_f.begin(), got_f.end());
-    const std::string name = "bfc f16 tile force " + std::to_string(force.tile_r) + "x" +
-                             std::to_string(force.tile_tm) + " z=" + std::to_string(force.z) + " " + p.str() +
-                             " seed=" + std::to_string(seed);
-    // FP32 sums of exact FP16 products: per-thread FMA chains and one atomic per chunk and phase.
-    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-    f16test::expect_ok(st, name);
-    EXPECT_LE(st.mare, kMareBound) << name;
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
+      dw.poison();
+      dwconv_backward_filter_cuda_tile_f16(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+      const std::vector<float> got_f = dw.download<float>();
+      const std::vector<double> got(got_f.begin(), got_f.end());
+      const std::string name = std::string("bfc f16 tile ") + bfc_accum_name(accum) + " force " +
+                               std::to_string(force.tile_r) + "x" + std::to_string(force.tile_tm) +
+                               " z=" + std::to_string(force.z) + " " + p.str() + " seed=" + std::to_string(seed);
+      if (accum == BfcAccum::fp32) {
+        // FP32 sums of exact FP16 products: per-thread FMA chains and one atomic per chunk, segment and phase.
+        const f16test::ErrorStats st =
+            f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+        f16test::expect_ok(st, name);
+        EXPECT_LE(st.mare, kMareBound) << name;
+        continue;
+      }
+      // FP16 runs as the emulation forms them; FP32 merges: one per run in a thread, one atomic per chunk/segment.
+      const double merges = 2 * runs + rows + 2;
+      f16test::expect_ok(
+          f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
+      f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+    }
   }
 }
 
@@ -418,6 +432,8 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
            Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
            Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
            same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks
+           Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: ha runs of 32, the last of 21 columns
+           same(2, 40, 70, 136, 7, 7),                     // OW = 70: runs split across warp segments
        })
     check_bfc_tile_f16(k, seed++);
 }
