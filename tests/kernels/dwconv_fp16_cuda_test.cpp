@@ -267,44 +267,63 @@ TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
     }
 }
 
+// One FP16 backward-filter result (FP32 dW) against the references. fp32 accumulation: FP32 sums of exact FP16
+// products (per-thread FMA chains, block sums, atomics) against FP64. ha: the emulation's FP16 runs exactly, only the
+// FP32 merges differ - run partials (<= runs), block sums (<= rows) and atomics (<= runs, segments being whole runs),
+// one rounding each - and against FP64 within the ha bound.
+void expect_bfc_f16(const std::vector<double>& got, const f16test::References& ref, const DwconvParams& p,
+                    BfcAccum accum, const std::string& name) {
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  if (accum == BfcAccum::fp32) {
+    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+    f16test::expect_ok(st, name);
+    EXPECT_LE(st.mare, kMareBound) << name;
+    return;
+  }
+  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  const double merges = 2 * runs + rows + 2;
+  f16test::expect_ok(f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
+  f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+}
+
 // The tiled backward-filter kernel, launched directly (through the dispatcher a fallback to the row-warp kernel
 // would pass unnoticed), in both accumulation modes, with the planner's split and with forced Z chunks and column
 // strips (ha: strips of whole runs); dW poisoned before each run.
+// One backward-filter case on the device: FP16 inputs uploaded, references computed, dW poisoned before each run.
+struct BfcF16Run {
+  DwconvParams p;
+  f16test::References ref;
+  DeviceArray<__half> x, dy;
+  DeviceArray<float> dw;
+  BfcF16Run(const Case& k, uint64_t seed) : p(k.params()), x(p.x_elems()), dy(p.y_elems()), dw(p.w_elems()) {
+    const HalfData d = f16test::make_data(p, seed);
+    ref = f16test::references(p, d);
+    x.upload(d.x.data()), dy.upload(d.dy.data());
+  }
+  template <class Launch>
+  std::vector<double> run(Launch launch) {
+    dw.poison();
+    launch(x.get(), dy.get(), dw.get());
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::vector<float> got = dw.download<float>();
+    return std::vector<double>(got.begin(), got.end());
+  }
+};
+
 void check_bfc_tiled(const Case& k, uint64_t seed) {
-  const DwconvParams p = k.params();
-  ASSERT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
-  const HalfData d = f16test::make_data(p, seed);
-  const f16test::References ref = f16test::references(p, d);
-  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
-  DeviceArray<float> dw(p.w_elems());
-  x.upload(d.x.data()), dy.upload(d.dy.data());
-  const double l_terms = double(p.n) * p.oh() * p.ow();
-  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  ASSERT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
+  BfcF16Run b(k, seed);
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     const bool ha = accum == BfcAccum::ha;
     const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
                                        BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
     for (const BfcF16TiledForce& force : forces) {
-      dw.poison();
-      launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-      const std::vector<float> got_f = dw.download<float>();
-      const std::vector<double> got(got_f.begin(), got_f.end());
-      const std::string name =
-          dwconv_bfc_f16_tiled_path_name(p, accum, force) + " " + p.str() + " seed=" + std::to_string(seed);
-      if (!ha) {
-        // FP32 sums of exact FP16 products: per-thread FMA chains, a shared-memory sum and one atomic per block.
-        const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-        f16test::expect_ok(st, name);
-        EXPECT_LE(st.mare, kMareBound) << name;
-        continue;
-      }
-      // The emulation's FP16 runs exactly; only the FP32 merges differ: run partials (<= runs), the block's shared
-      // sum (<= rows) and one atomic per block and strip (<= runs, strips being whole runs), one rounding each.
-      const double merges = 2 * runs + rows + 2;
-      f16test::expect_ok(
-          f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
-      f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+        launch_dwconv_bfc_f16_tiled(x, dy, dw, b.p, accum, force, nullptr);
+      });
+      expect_bfc_f16(got, b.ref, b.p, accum,
+                     dwconv_bfc_f16_tiled_path_name(b.p, accum, force) + " " + b.p.str() + " seed=" +
+                         std::to_string(seed));
     }
   }
 }
@@ -375,41 +394,20 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
 // FP32-accumulation bound; ha against the host emulation (its FP16 runs exactly, FP32 merges within rounding) and
 // against FP64 with the ha bound.
 void check_bfc_tile_f16(const Case& k, uint64_t seed) {
-  const DwconvParams p = k.params();
-  ASSERT_TRUE(bfc_tile_f16_supports(p, nullptr, nullptr)) << p.str();
-  const HalfData d = f16test::make_data(p, seed);
-  const f16test::References ref = f16test::references(p, d);
-  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
-  DeviceArray<float> dw(p.w_elems());
-  x.upload(d.x.data()), dy.upload(d.dy.data());
-  const double l_terms = double(p.n) * p.oh() * p.ow();
-  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  ASSERT_TRUE(bfc_tile_f16_supports(k.params(), nullptr, nullptr)) << k.params().str();
+  BfcF16Run b(k, seed);
   BfcForce z3, t1x5;
   z3.z = 3;
   t1x5.tile_r = 1, t1x5.tile_tm = 5;
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
-      dw.poison();
-      dwconv_backward_filter_cuda_tile_f16(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-      const std::vector<float> got_f = dw.download<float>();
-      const std::vector<double> got(got_f.begin(), got_f.end());
-      const std::string name = std::string("bfc f16 tile ") + bfc_accum_name(accum) + " force " +
-                               std::to_string(force.tile_r) + "x" + std::to_string(force.tile_tm) +
-                               " z=" + std::to_string(force.z) + " " + p.str() + " seed=" + std::to_string(seed);
-      if (accum == BfcAccum::fp32) {
-        // FP32 sums of exact FP16 products: per-thread FMA chains and one atomic per chunk, segment and phase.
-        const f16test::ErrorStats st =
-            f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-        f16test::expect_ok(st, name);
-        EXPECT_LE(st.mare, kMareBound) << name;
-        continue;
-      }
-      // FP16 runs as the emulation forms them; FP32 merges: one per run in a thread, one atomic per chunk/segment.
-      const double merges = 2 * runs + rows + 2;
-      f16test::expect_ok(
-          f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
-      f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+        dwconv_backward_filter_cuda_tile_f16(x, dy, dw, b.p, accum, force, nullptr);
+      });
+      expect_bfc_f16(got, b.ref, b.p, accum,
+                     std::string("bfc f16 tile ") + bfc_accum_name(accum) + " force " + std::to_string(force.tile_r) +
+                         "x" + std::to_string(force.tile_tm) + " z=" + std::to_string(force.z) + " " + b.p.str() +
+                         " seed=" + std::to_string(seed));
     }
   }
 }
