@@ -176,7 +176,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   }
   CNN_CHECK(opts.reps >= 1, "--reps: expected >= 1, got ", opts.reps);
   CNN_CHECK(opts.warmup >= 0, "--warmup: expected >= 0, got ", opts.warmup);
-  CNN_CHECK(opts.engine_probe_budget_ms > 0, "--cudnn-probe-budget: expected > 0 ms, got ", opts.engine_probe_budget_ms);
+  CNN_CHECK(opts.engine_probe_budget_ms > 0, "--cudnn-probe-budget: expected > 0 ms, got ",
+            opts.engine_probe_budget_ms);
   opts.ops = parse_ops(ops);
   opts.maps = parse_maps(maps);
   opts.filters = parse_filters(filters);

@@ -235,7 +235,8 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
   row.cudnn_ok_ms = ok->timing.median_ms;
   row.cudnn_ok_algo = ok->name;
   row.speedup_ok = ok->timing.median_ms / row.ms;
-  if (ok != best) std::cout << "  fastest cuDNN passing the check: " << ok->name << " " << ok->timing.median_ms << " ms\n";
+  if (ok != best)
+    std::cout << "  fastest cuDNN passing the check: " << ok->name << " " << ok->timing.median_ms << " ms\n";
 }
 
 }  // namespace

@@ -287,7 +287,7 @@ CudnnResult bench_candidates(const std::vector<CudnnCandidate>& candidates, cons
       const RunFn run = [&](int i) { CNN_CUDNN_CHECK(a.run(operands(i), workspace.get())); };
       t = time_runs(run, warmup, reps, stream);
     }
-    TimedCandidate timed{a.name, a.workspace, t, a.run, false, {}};
+    TimedCandidate timed{a.name, t, false, {}};
     const double ref_now = reference_ms();
     if (check && (ref_now <= 0 || t.median_ms < ref_now)) {
       CNN_CUDNN_CHECK(a.run(operands(0), workspace.get()));

@@ -64,9 +64,7 @@ using CheckFn = std::function<CandidateCheck(const std::string& name)>;
 // the fastest accurate one so far, or faster than it, is checked).
 struct TimedCandidate {
   std::string name;
-  size_t workspace = 0;
   Timing timing;
-  std::function<cudnnStatus_t(const CudnnOperands&, void* workspace)> run;
   bool checked = false;
   CandidateCheck check;
 };

@@ -232,8 +232,8 @@ std::vector<CudnnCandidate> CudnnEngines::candidates(size_t workspace_cap) {
       out.push_back(std::move(c));
       continue;
     }
-    const auto numerical = notes<cudnnBackendNumericalNote_t>(plan->engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                                              CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+    const auto numerical = notes<cudnnBackendNumericalNote_t>(
+        plan->engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
     const auto behavior = notes<cudnnBackendBehaviorNote_t>(plan->engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
                                                             CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
     if (has(behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) c.name += "+rtc";

@@ -60,7 +60,9 @@ void print_header(const BenchOptions& opts) {
                               " per filter tap, tensor-core accumulation; bfc ",
                               check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
                     : std::string())
-            << (opts.check ? "" : " (check off)") << (opts.cudnn ? (opts.cudnn_engines ? "; cuDNN legacy algorithms + backend engines" : "") : "; cuDNN off") << '\n';
+            << (opts.check ? "" : " (check off)")
+            << (!opts.cudnn ? "; cuDNN off" : opts.cudnn_engines ? "; cuDNN legacy algorithms + backend engines" : "")
+            << '\n';
 }
 
 Row make_row(dwconv::DwconvOp op, const MapShape& map, int filter) {

@@ -295,7 +295,8 @@ void tune_plan(BfcPlan& plan, const void* x, const void* dy, float* dw, const Dw
   }
 }
 
-using PlanKey = std::array<int, 19>;
+// (device and shape, overrides, alignment and input kind)
+using PlanKey = std::pair<DeviceShapeKey, std::array<int, 6>>;
 
 // Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
 // on is returned but not cached, so the first real run still gets measured.
@@ -303,16 +304,12 @@ BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const void* x,
                     TileInput in, cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
-  int device = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&device));
-  const PlanKey key{
-      device,             p.n,        p.ih,         p.iw,       p.c,         p.fh,         p.fw,          p.stride_h,
-      p.stride_w,         p.pad_top,  p.pad_bottom, p.pad_left, p.pad_right, force.tile_r, force.tile_tm, force.z,
-      int(force.generic), vec ? 1 : 0,   int(in)};
+  const PlanKey key{device_shape_key(p),
+                    {force.tile_r, force.tile_tm, force.z, int(force.generic), vec ? 1 : 0, int(in)}};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const DeviceInfo dev = device_info(device);
+  const DeviceInfo dev = device_info(key.first[0]);
   BfcPlan plan = make_plan(p, force, dev, in);
   const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
   if (tune && x == nullptr) return plan;

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -37,6 +38,11 @@ template <class PathFn>
 void log_path_once(const char* op, const DwconvParams& p, PathFn&& path) {
   if (dwconv_verbose()) log_path_line(op, p, path());
 }
+
+// The shape part of a kernel plan cache's key: the current device (element 0) and every field of p, so that a plan
+// made for one device or shape is never reused for another.
+using DeviceShapeKey = std::array<int, 13>;
+DeviceShapeKey device_shape_key(const DwconvParams& p);
 
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
 ConvGeometry forward_geometry(const DwconvParams& p);

@@ -111,6 +111,13 @@ GemvConfig parse_gemv_config(const std::string& text, const char* what) {
   return cfg;
 }
 
+DeviceShapeKey device_shape_key(const DwconvParams& p) {
+  int device = 0;
+  CNN_CUDA_CHECK(cudaGetDevice(&device));
+  return {device,     p.n,        p.ih,      p.iw,         p.c,        p.fh,       p.fw,
+          p.stride_h, p.stride_w, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right};
+}
+
 std::string env_choice(const char* var, std::initializer_list<const char*> allowed) {
   const char* v = std::getenv(var);
   const std::string s = v ? v : "auto";

@@ -52,6 +52,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
@@ -468,13 +469,10 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16Til
 // The plan of a (shape, mode, force, device) is computed once: planning queries the device (occupancy), and the
 // training loop calls the same shapes every step.
 const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
-  int dev = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  const std::array<int, 16> key{dev,        p.n,        p.ih,         p.iw,      p.c,         p.fh,
-                                 p.fw,       p.stride_h, p.stride_w,   p.pad_top, p.pad_bottom, p.pad_left,
-                                 p.pad_right, static_cast<int>(accum), force.z, force.strip};
+  using Key = std::pair<DeviceShapeKey, std::array<int, 3>>;
+  const Key key{device_shape_key(p), {static_cast<int>(accum), force.z, force.strip}};
   static std::mutex mu;
-  static std::map<std::array<int, 16>, TiledPlan> cache;
+  static std::map<Key, TiledPlan> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, make_tiled_plan(p, accum, force)).first;

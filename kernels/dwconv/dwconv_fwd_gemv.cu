@@ -5,6 +5,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/float4_fma.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -25,12 +26,7 @@ struct GemvArgs {
   int tile_h, tile_w, tiles_h, tiles_w;
 };
 
-__device__ __forceinline__ void fma4(float4& acc, const float4 x, const float4 f) {
-  acc.x = fmaf(x.x, f.x, acc.x);
-  acc.y = fmaf(x.y, f.y, acc.y);
-  acc.z = fmaf(x.z, f.z, acc.z);
-  acc.w = fmaf(x.w, f.w, acc.w);
-}
+using cnn::cuda::fma4;
 
 // One float4 of the source row, zero outside [0, in_w) or when the row is masked (row == nullptr). The load is a
 // volatile asm so the compiler keeps it where the sliding window asks for it instead of hoisting a whole block of

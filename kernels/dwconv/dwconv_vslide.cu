@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/cuda_check.h"
+#include "kernels/common/float4_fma.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -38,12 +39,7 @@ struct VsArgs {
 
 __device__ __forceinline__ float4 load4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 
-__device__ __forceinline__ void fma4(float4& acc, float4 x, float4 w) {
-  acc.x = fmaf(x.x, w.x, acc.x);
-  acc.y = fmaf(x.y, w.y, acc.y);
-  acc.z = fmaf(x.z, w.z, acc.z);
-  acc.w = fmaf(x.w, w.w, acc.w);
-}
+using cnn::cuda::fma4;
 
 // Input row ih, columns col0 .. col0 + kIn - 1 of the thread's channels; zeros outside the image (padding).
 template <int kIn>
