@@ -344,15 +344,15 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileI
   return s;
 }
 
-// The dispatcher's own choices, except CNN_DWCONV_F32_BFC_TILE=RxTM, which forces one register tile of kBfcTiles
-// on every stride-1 and strided call (benchmark A/B of the tile planner's choice; a tile that does not fit a shape's
-// shared memory is an error there).
+// The dispatcher's own choices, except CNN_DWCONV_BFC_TILE=RxTM, which forces one register tile of kBfcTiles on
+// every stride-1 and strided call of the tile kernel, FP32 and FP16 (benchmark A/B of the tile planner's choice; a
+// tile that does not fit a shape's shared memory, or a hybrid-accumulation call's tap limit, is an error there).
 const BfcForce& default_force() {
   static const BfcForce force = [] {
     BfcForce f;
-    const char* v = std::getenv("CNN_DWCONV_F32_BFC_TILE");
+    const char* v = std::getenv("CNN_DWCONV_BFC_TILE");
     if (v != nullptr && v[0] != '\0') {
-      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_F32_BFC_TILE");
+      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_BFC_TILE");
       f.tile_r = t.r;
       f.tile_tm = t.tm;
     }
@@ -404,10 +404,15 @@ void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, flo
   run_bfc(x, dy, dw, p, force, f16_input(accum), stream);
 }
 
+void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                          BfcAccum accum, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, default_force(), f16_input(accum), stream);
+}
+
 std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum) {
   p.validate("bfc_tile_f16_path_name");
   const TileInput in = f16_input(accum);
-  return describe(cached_plan(p, BfcForce{}, nullptr, nullptr, nullptr, true, in, nullptr), p, true, in);
+  return describe(cached_plan(p, default_force(), nullptr, nullptr, nullptr, true, in, nullptr), p, true, in);
 }
 
 std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {

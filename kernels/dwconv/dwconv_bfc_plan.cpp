@@ -64,16 +64,22 @@ BfcTile cheapest_tile(int fh, int fw, int max_taps) {
 }
 }  // namespace
 
+namespace {
+BfcTile choose_tile(int fh, int fw, int max_taps) {
+  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
+    if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= max_taps) return m.tile;
+  return cheapest_tile(fh, fw, max_taps);
+}
+}  // namespace
+
 BfcTile bfc_choose_tile(int fh, int fw) {
   CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile: expected filter extents >= 1, got ", fh, "x", fw);
-  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
-    if (m.fh == fh && m.fw == fw) return m.tile;
-  return cheapest_tile(fh, fw, 1 << 30);
+  return choose_tile(fh, fw, 1 << 30);
 }
 
 BfcTile bfc_choose_tile_ha(int fh, int fw) {
   CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile_ha: expected filter extents >= 1, got ", fh, "x", fw);
-  return cheapest_tile(fh, fw, kBfcHaMaxTaps);
+  return choose_tile(fh, fw, kBfcHaMaxTaps);
 }
 
 int bfc_group_size(int n_units, int max_group) {

@@ -64,8 +64,8 @@ double bfc_tile_cost(BfcTile t, int fh, int fw);
 // fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
 BfcTile bfc_choose_tile(int fh, int fw);
 
-// The cheapest tile by bfc_tile_cost among kBfcTiles with r * tm <= kBfcHaMaxTaps outside kBfcTilesForcedOnly (same
-// tie rules as bfc_choose_tile; no measured entries yet).
+// bfc_choose_tile limited to tiles of r * tm <= kBfcHaMaxTaps: the measured tile of kBfcMeasuredTiles where it is
+// within that limit, else the cheapest such tile by bfc_tile_cost (same tie rules).
 BfcTile bfc_choose_tile_ha(int fh, int fw);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.

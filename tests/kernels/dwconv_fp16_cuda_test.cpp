@@ -436,22 +436,29 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
     check_bfc_tile_f16(k, seed++);
 }
 
-// The dispatcher takes the tiled kernel in both accumulation modes exactly when it supports the shape; ha strips
-// must be whole runs.
-TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
+// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above
+// 9 taps when C % 8 == 0, the tiled kernel for the other stride-1 shapes it supports, the row-warp kernel otherwise.
+TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
-  for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51)}) {
-    const DwconvParams p = k.params();
-    EXPECT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
-    for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-      const std::string path = dwconv_path_name(DwconvOp::backward_filter, p, DType::f16, accum);
-      EXPECT_NE(path.find(std::string("bfc f16 ") + bfc_accum_name(accum) + " tiled"), std::string::npos) << path;
+  const auto path_of = [](const Case& k, BfcAccum accum) {
+    return dwconv_path_name(DwconvOp::backward_filter, k.params(), DType::f16, accum);
+  };
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    const std::string mode = bfc_accum_name(accum);
+    const std::string tile = std::string("bfc f16 tile (") + mode + " accumulation)";
+    const std::string tiled = std::string("bfc f16 ") + mode + " tiled";
+    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51),
+                          same(1, 17, 34, 72, 51, 5)})
+      EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
+    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 72, 1, 9), same(1, 17, 34, 12, 5, 5)}) {
+      EXPECT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
+      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer; C % 8 != 0
     }
+    const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1};
+    EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
+    EXPECT_EQ(path_of(strided, accum).rfind(std::string("bfc f16 ") + mode + " cuda-core TM=", 0), 0u)
+        << path_of(strided, accum);
   }
-  const DwconvParams strided = Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params();
-  EXPECT_FALSE(bfc_f16_tiled_supports(strided, nullptr, nullptr));
-  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, strided, DType::f16, BfcAccum::ha).find("tiled"),
-            std::string::npos);
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
   EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
   EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
