@@ -79,6 +79,8 @@ BfcTile bfc_choose_tile(int fh, int fw) {
 
 BfcTile bfc_choose_tile_ha(int fh, int fw) {
   CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile_ha: expected filter extents >= 1, got ", fh, "x", fw);
+  for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles)
+    if (m.fh == fh && m.fw == fw) return m.tile;
   return choose_tile(fh, fw, kBfcHaMaxTaps);
 }
 

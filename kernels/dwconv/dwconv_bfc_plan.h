@@ -49,6 +49,11 @@ struct BfcForce {
 // registers, against 2 for FP32 accumulation): its tiles keep r * tm <= kBfcHaMaxTaps.
 inline constexpr int kBfcHaMaxTaps = 32;
 
+// Hybrid accumulation's own measured tiles, where kBfcMeasuredTiles' tile is over kBfcHaMaxTaps (H200, seventh
+// session, docs/perf/dwconv-fp16-h200.md): 51x51 ran 2x13 1.05-1.31x faster than the cost model's 1x17 (2x9 and 3x9
+// slower still). Within the budget kBfcMeasuredTiles holds for ha too (31x31: 2x16 2.1-2.3x faster than 1x31).
+inline constexpr BfcMeasuredTile kBfcHaMeasuredTiles[] = {{51, 51, {2, 13}}};
+
 bool bfc_is_tile(int r, int tm);
 bool bfc_is_forced_only(BfcTile t);
 
@@ -64,8 +69,8 @@ double bfc_tile_cost(BfcTile t, int fh, int fw);
 // fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
 BfcTile bfc_choose_tile(int fh, int fw);
 
-// bfc_choose_tile limited to tiles of r * tm <= kBfcHaMaxTaps: the measured tile of kBfcMeasuredTiles where it is
-// within that limit, else the cheapest such tile by bfc_tile_cost (same tie rules).
+// bfc_choose_tile limited to tiles of r * tm <= kBfcHaMaxTaps: the tile of kBfcHaMeasuredTiles, else that of
+// kBfcMeasuredTiles where it is within the limit, else the cheapest such tile by bfc_tile_cost (same tie rules).
 BfcTile bfc_choose_tile_ha(int fh, int fw);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.

@@ -231,15 +231,24 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
     EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << f;
     if (measured(f)) continue;  // the table's tile, not the cost model's
     EXPECT_FALSE(bfc_is_forced_only(t)) << f;
-    for (const BfcTile& o : kBfcTiles)
-      if (!bfc_is_forced_only(o)) EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+    for (const BfcTile& o : kBfcTiles) {
+      if (!bfc_is_forced_only(o)) {
+        EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+      }
+    }
   }
 }
 
-// Hybrid accumulation's tiles (FP16 inputs): a measured tile of at most kBfcHaMaxTaps taps, else the cheapest tile of
-// at most kBfcHaMaxTaps taps by the same cost model.
+// Hybrid accumulation's tiles (FP16 inputs): its own measured tile, else a measured tile of at most kBfcHaMaxTaps taps,
+// else the cheapest tile of at most kBfcHaMaxTaps taps by the same cost model.
 TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
+  for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles) {
+    EXPECT_TRUE(bfc_is_tile(m.tile.r, m.tile.tm));
+    EXPECT_LE(m.tile.r * m.tile.tm, kBfcHaMaxTaps);
+  }
   const auto measured_within_budget = [](int fh, int fw) -> const BfcMeasuredTile* {
+    for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles)
+      if (m.fh == fh && m.fw == fw) return &m;
     for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
       if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= kBfcHaMaxTaps) return &m;
     return nullptr;
@@ -257,9 +266,11 @@ TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
         ++measured_seen;
         continue;
       }
-      for (const BfcTile& o : kBfcTiles)
-        if (!bfc_is_forced_only(o) && o.r * o.tm <= kBfcHaMaxTaps)
+      for (const BfcTile& o : kBfcTiles) {
+        if (!bfc_is_forced_only(o) && o.r * o.tm <= kBfcHaMaxTaps) {
           EXPECT_LE(bfc_tile_cost(t, fh, fw), bfc_tile_cost(o, fh, fw) + 1e-9) << fh << "x" << fw;
+        }
+      }
     }
   EXPECT_GT(measured_seen, 0);  // the table has entries within the budget (13x13 2x13, 31x31 2x16)
   EXPECT_EQ(bfc_choose_tile_ha(3, 3).r * bfc_choose_tile_ha(3, 3).tm, 9);  // within budget: as bfc_choose_tile

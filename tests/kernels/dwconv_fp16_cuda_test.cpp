@@ -425,7 +425,7 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
            Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},    // rows entirely in the padding
            same(1, 40, 70, 136, 17, 17),                   // 1x17 tile
            same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry)
-           same(1, 17, 34, 72, 51, 51),                    // 3x13 tile, most taps in the padding
+           same(1, 17, 34, 72, 51, 51),                    // 3x13 tile (ha 2x13), most taps in the padding
            same(1, 17, 34, 72, 51, 5),                     // tall strip
            Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
            Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
