@@ -1,6 +1,7 @@
-// FP32 depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X windows * dY.
-// Plans (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches
-// the tiled kernel (dwconv_bfc_tile.cuh) or the generic one (dwconv_bfc_generic.cu). Oracle:
+// Depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X windows * dY, FP32 dW,
+// for FP32 inputs and (the same tile kernel on half data) FP16 inputs with FP32 or hybrid accumulation. Plans
+// (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches the tiled
+// kernel (dwconv_bfc_tile.cuh) or, FP32 only, the generic one (dwconv_bfc_generic.cu). Oracle:
 // dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
 #include <algorithm>
 #include <array>
@@ -8,8 +9,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_bfc_cuda.h"
@@ -25,21 +29,39 @@ namespace {
 using bfc::TileArgs;
 using TileKernel = void (*)(TileArgs);
 
+// What the tile kernel reads and how it sums: FP32 inputs; FP16 inputs widened to FP32 FMAs; FP16 channel pairs
+// with hybrid accumulation (HFMA2 runs merged into FP32).
+enum class TileInput { f32, f16, f16_ha };
+int elem_bytes(TileInput in) { return in == TileInput::f16 ? 2 : 4; }
+// Channels are counted in pairs by the ha kernel (one __half2 per lane).
+int channel_units(TileInput in, int c) { return in == TileInput::f16_ha ? c / 2 : c; }
+
 constexpr double kReuseTarget = 32.0;  // FMAs per staged float that keep L2 -> SMEM traffic well below L2 bandwidth
 constexpr int kWarpTarget = 12;        // resident warps per SM beyond which more occupancy is not scored
 constexpr int kMaxSegs = 64;           // most dY column segments the planner considers
 
-// The "static switch": every kBfcTiles entry instantiates bfc_tile_kernel<r, tm>; pick one at run time.
-template <size_t... I>
+// The "static switch": every kBfcTiles entry instantiates bfc_tile_kernel<T, r, tm> for float, __half and (tiles of
+// at most kBfcHaMaxTaps taps) __half2 inputs; pick one at run time.
+template <class T, size_t I>
+TileKernel tile_kernel_at() {
+  constexpr BfcTile t = kBfcTiles[I];
+  if constexpr (std::is_same_v<T, __half2> && t.r * t.tm > kBfcHaMaxTaps) {
+    return nullptr;
+  } else {
+    return &bfc::bfc_tile_kernel<T, t.r, t.tm>;
+  }
+}
+template <class T, size_t... I>
 TileKernel tile_kernel_impl(BfcTile t, std::index_sequence<I...>) {
   TileKernel k = nullptr;
-  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = &bfc::bfc_tile_kernel<kBfcTiles[I].r, kBfcTiles[I].tm>)
-                                                     : k),
-   ...);
+  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = tile_kernel_at<T, I>()) : k), ...);
   return k;
 }
-TileKernel tile_kernel(BfcTile t) {
-  TileKernel k = tile_kernel_impl(t, std::make_index_sequence<std::size(kBfcTiles)>{});
+TileKernel tile_kernel(BfcTile t, TileInput in) {
+  constexpr auto all = std::make_index_sequence<std::size(kBfcTiles)>{};
+  TileKernel k = in == TileInput::f32   ? tile_kernel_impl<float>(t, all)
+                 : in == TileInput::f16 ? tile_kernel_impl<__half>(t, all)
+                                        : tile_kernel_impl<__half2>(t, all);
   CNN_CHECK(k != nullptr, "dwconv_backward_filter_cuda: no kernel for tile ", t.r, "x", t.tm);
   return k;
 }
@@ -79,7 +101,8 @@ struct BfcPlan {
 // Picks the row groups per block (rg), warps along dY columns (ws) and the segment width (bow) with the best
 // score = occupancy x L2 reuse x prologue overhead x busy row-group fraction; ties keep the earlier (fewer
 // segments, fewer warps) candidate.
-void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel kernel) {
+// ha: every warp's dY segment starts at a multiple of kBfcHaRun (bsub a multiple of it, or one warp over the row).
+void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel kernel, int elem, bool ha) {
   const BfcTile t = pp.tile;
   const int nrg = int(ceil_div(pp.sfh, t.r)), bj = pp.ct * t.tm;
   std::map<std::pair<int, int>, int> occupancy;  // (threads, smem) -> resident blocks per SM
@@ -99,7 +122,8 @@ void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel
     for (int ws = 1; base * ws <= bfc::kMaxWarps; ws *= 2) {
       for (int nseg = 1; nseg <= std::min(ow, kMaxSegs); ++nseg) {
         const int bsub = int(ceil_div(ceil_div(ow, nseg), ws)), bow = bsub * ws;
-        const int xc = bow + bj - 1, smem = bfc::tile_smem_bytes(bi, xc, bow);
+        if (ha && bsub % kBfcHaRun != 0 && !(ws == 1 && nseg == 1)) continue;
+        const int xc = bow + bj - 1, smem = bfc::tile_smem_bytes(bi, xc, bow, elem);
         if (smem > dev.max_smem) continue;
         const int blocks = blocks_per_sm(base * ws * bfc::kLanes, smem);
         if (blocks == 0) continue;
@@ -127,20 +151,25 @@ void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel
             " bytes of shared memory for tile ", t.r, "x", t.tm, " (filter ", pp.sfh, "x", pp.sfw, ")");
 }
 
-PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev) {
+PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev,
+                     TileInput in) {
+  const bool ha = in == TileInput::f16_ha;
   PhasePlan pp;
   pp.pa = pa;
   pp.pb = pb;
   pp.sfh = int(ceil_div(p.fh - pa, p.stride_h));
   pp.sfw = int(ceil_div(p.fw - pb, p.stride_w));
-  pp.tile = force.tile_r > 0 ? BfcTile{force.tile_r, force.tile_tm} : bfc_choose_tile(pp.sfh, pp.sfw);
+  pp.tile = force.tile_r > 0 ? BfcTile{force.tile_r, force.tile_tm}
+                             : (ha ? bfc_choose_tile_ha(pp.sfh, pp.sfw) : bfc_choose_tile(pp.sfh, pp.sfw));
+  CNN_CHECK(!ha || pp.tile.r * pp.tile.tm <= kBfcHaMaxTaps, "dwconv_backward_filter_cuda (ha): tile ", pp.tile.r, "x",
+            pp.tile.tm, " has more than ", kBfcHaMaxTaps, " taps");
   const int nct = int(ceil_div(pp.sfw, pp.tile.tm));
   pp.ct = bfc_group_size(nct, bfc::kMaxWarps);
   pp.n_ctiles = int(ceil_div(nct, pp.ct));
-  pp.n_cslices = int(ceil_div(p.c, bfc::kLanes));
-  const TileKernel kernel = tile_kernel(pp.tile);
+  pp.n_cslices = int(ceil_div(channel_units(in, p.c), bfc::kLanes));
+  const TileKernel kernel = tile_kernel(pp.tile, in);
   CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.max_smem));
-  choose_block_shape(pp, p.ow(), dev, kernel);
+  choose_block_shape(pp, p.ow(), dev, kernel, elem_bytes(in), ha);
   const int64_t rows = int64_t(p.n) * p.oh();
   const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / pp.blocks_per_chunk()));
   if (force.z > 0) {
@@ -152,8 +181,10 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
   return pp;
 }
 
-BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev) {
+BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev, TileInput in) {
   BfcPlan plan;
+  CNN_CHECK(in == TileInput::f32 || !force.generic,
+            "dwconv_backward_filter_cuda: the generic kernel takes FP32 inputs only");
   if (force.generic) {
     plan.generic = true;
     const int64_t positions = int64_t(p.n) * p.oh() * p.ow();
@@ -165,18 +196,19 @@ BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo
     return plan;
   }
   for (int pa = 0; pa < std::min(p.stride_h, p.fh); ++pa)
-    for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev));
+    for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev, in));
   return plan;
 }
 
-TileArgs tile_args(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec) {
+TileArgs tile_args(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                   TileInput in) {
   TileArgs a{};
   a.x = x;
   a.dy = dy;
   a.dw = dw;
   a.ih = p.ih;
   a.iw = p.iw;
-  a.c = p.c;
+  a.c = channel_units(in, p.c);
   a.oh = p.oh();
   a.ow = p.ow();
   a.fw = p.fw;
@@ -204,12 +236,12 @@ TileArgs tile_args(const float* x, const float* dy, float* dw, const DwconvParam
   return a;
 }
 
-void launch_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                  cudaStream_t stream) {
-  const TileArgs a = tile_args(x, dy, dw, p, pp, vec);
+void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                  TileInput in, cudaStream_t stream) {
+  const TileArgs a = tile_args(x, dy, dw, p, pp, vec, in);
   const int threads = pp.rg * pp.ct * pp.ws * bfc::kLanes;
   const int64_t blocks = pp.blocks_per_chunk() * pp.z;
-  tile_kernel(pp.tile)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
+  tile_kernel(pp.tile, in)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
   CNN_CHECK_LAUNCH("bfc_tile_kernel");
 }
 
@@ -223,14 +255,14 @@ bool tuning_enabled() {
   return on;
 }
 
-float time_phase(const float* x, const float* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                 cudaStream_t stream) {
+float time_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
+                 TileInput in, cudaStream_t stream) {
   cudaEvent_t start, stop;
   CNN_CUDA_CHECK(cudaEventCreate(&start));
   CNN_CUDA_CHECK(cudaEventCreate(&stop));
-  launch_phase(x, dy, dw, p, pp, vec, stream);  // warm-up
+  launch_phase(x, dy, dw, p, pp, vec, in, stream);  // warm-up
   CNN_CUDA_CHECK(cudaEventRecord(start, stream));
-  launch_phase(x, dy, dw, p, pp, vec, stream);
+  launch_phase(x, dy, dw, p, pp, vec, in, stream);
   CNN_CUDA_CHECK(cudaEventRecord(stop, stream));
   CNN_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;
@@ -240,8 +272,8 @@ float time_phase(const float* x, const float* dy, float* dw, const DwconvParams&
   return ms;
 }
 
-void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const DwconvParams& p, bool vec,
-               const DeviceInfo& dev, cudaStream_t stream) {
+void tune_plan(BfcPlan& plan, const void* x, const void* dy, float* dw, const DwconvParams& p, bool vec,
+               TileInput in, const DeviceInfo& dev, cudaStream_t stream) {
   const int64_t rows = int64_t(p.n) * p.oh();
   for (PhasePlan& pp : plan.phases) {
     const int64_t slots = int64_t(dev.sms) * pp.blocks_per_sm, per = pp.blocks_per_chunk();
@@ -253,7 +285,7 @@ void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const 
     for (int64_t z : cands) {
       PhasePlan c = pp;
       c.z = std::min(z, z_cap);
-      const float ms = time_phase(x, dy, dw, p, c, vec, stream);
+      const float ms = time_phase(x, dy, dw, p, c, vec, in, stream);
       if (best_ms < 0 || ms < best_ms) {
         best_ms = ms;
         best = c;
@@ -263,28 +295,29 @@ void tune_plan(BfcPlan& plan, const float* x, const float* dy, float* dw, const 
   }
 }
 
-// (device and shape, overrides and alignment)
-using PlanKey = std::pair<DeviceShapeKey, std::array<int, 5>>;
+// (device and shape, overrides, alignment and input kind)
+using PlanKey = std::pair<DeviceShapeKey, std::array<int, 6>>;
 
 // Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
 // on is returned but not cached, so the first real run still gets measured.
-BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const float* x, const float* dy, float* dw, bool vec,
-                    cudaStream_t stream) {
+BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const void* x, const void* dy, float* dw, bool vec,
+                    TileInput in, cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
-  const PlanKey key{device_shape_key(p), {force.tile_r, force.tile_tm, force.z, int(force.generic), vec ? 1 : 0}};
+  const PlanKey key{device_shape_key(p),
+                    {force.tile_r, force.tile_tm, force.z, int(force.generic), vec ? 1 : 0, int(in)}};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   const DeviceInfo dev = device_info(key.first[0]);
-  BfcPlan plan = make_plan(p, force, dev);
+  BfcPlan plan = make_plan(p, force, dev, in);
   const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
   if (tune && x == nullptr) return plan;
-  if (tune) tune_plan(plan, x, dy, dw, p, vec, dev, stream);
+  if (tune) tune_plan(plan, x, dy, dw, p, vec, in, dev, stream);
   return cache.emplace(key, std::move(plan)).first->second;
 }
 
-void check_inputs(const float* x, const float* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
+void check_inputs(const void* x, const void* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
   p.validate("dwconv_backward_filter_cuda");
   check_pointers("dwconv_backward_filter_cuda", x, "x", dy, "dy", dw, "dw");
   CNN_CHECK((force.tile_r == 0 && force.tile_tm == 0) || bfc_is_tile(force.tile_r, force.tile_tm),
@@ -293,28 +326,33 @@ void check_inputs(const float* x, const float* dy, const float* dw, const Dwconv
   CNN_CHECK(force.z >= 0, "dwconv_backward_filter_cuda: expected forced Z >= 0, got ", force.z);
 }
 
-bool vec_ok(const float* x, const float* dy, int c) {
-  return c % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+// 16-byte copies: 16 bytes of channels divide C (4 floats, 8 halves) and both tensors are 16-byte aligned.
+bool vec_ok(const void* x, const void* dy, int c, TileInput in) {
+  return c % (in == TileInput::f32 ? 4 : 8) == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(dy) % 16 == 0;
 }
 
-std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec) {
+std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileInput in) {
   if (plan.generic) return str_cat("bfc generic Z=", plan.generic_z);
   const PhasePlan& pp = plan.phases.front();
-  std::string s = str_cat("bfc tile R=", pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
+  const char* what = in == TileInput::f32   ? "bfc tile R="
+                     : in == TileInput::f16 ? "bfc f16 tile (fp32 accumulation) R="
+                                            : "bfc f16 tile (ha accumulation) R=";
+  std::string s = str_cat(what, pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
                           " bow=", pp.bow, " segs=", pp.n_segs, " Z=", pp.z, vec ? " vec" : " scalar");
   if (plan.phases.size() > 1) s += str_cat(" phases=", p.stride_h, "x", p.stride_w);
   return s;
 }
 
-// The dispatcher's own choices, except CNN_DWCONV_F32_BFC_TILE=RxTM, which forces one register tile of kBfcTiles
-// on every stride-1 and strided call (benchmark A/B of the tile planner's choice; a tile that does not fit a shape's
-// shared memory is an error there).
+// The dispatcher's own choices, except CNN_DWCONV_BFC_TILE=RxTM, which forces one register tile of kBfcTiles on
+// every stride-1 and strided call of the tile kernel, FP32 and FP16 (benchmark A/B of the tile planner's choice; a
+// tile that does not fit a shape's shared memory, or a hybrid-accumulation call's tap limit, is an error there).
 const BfcForce& default_force() {
   static const BfcForce force = [] {
     BfcForce f;
-    const char* v = std::getenv("CNN_DWCONV_F32_BFC_TILE");
+    const char* v = std::getenv("CNN_DWCONV_BFC_TILE");
     if (v != nullptr && v[0] != '\0') {
-      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_F32_BFC_TILE");
+      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_BFC_TILE");
       f.tile_r = t.r;
       f.tile_tm = t.tm;
     }
@@ -323,36 +361,65 @@ const BfcForce& default_force() {
   return force;
 }
 
-void run_bfc(const float* x, const float* dy, float* dw, const DwconvParams& p, const BfcForce& force,
+void run_bfc(const void* x, const void* dy, float* dw, const DwconvParams& p, const BfcForce& force, TileInput in,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
-  const bool vec = vec_ok(x, dy, p.c);
-  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, stream);
-  log_path_once("bfc", p, [&] { return describe(plan, p, vec); });
+  const bool vec = vec_ok(x, dy, p.c, in);
+  CNN_CHECK(vec || in == TileInput::f32,
+            "dwconv_backward_filter_cuda_tile_f16: expected C % 8 == 0 and 16-byte aligned x and dy, got ", p.str());
+  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, in, stream);
+  log_path_once(in == TileInput::f32 ? "bfc" : "bfc f16", p, [&] { return describe(plan, p, vec, in); });
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
   if (plan.generic) {
-    launch_bfc_generic(x, dy, dw, p, plan.generic_z, stream);
+    launch_bfc_generic(static_cast<const float*>(x), static_cast<const float*>(dy), dw, p, plan.generic_z, stream);
     return;
   }
-  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, stream);
+  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, in, stream);
 }
 
 }  // namespace
 
 void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                  cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, default_force(), stream);
+  run_bfc(x, dy, dw, p, default_force(), TileInput::f32, stream);
 }
 
 void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                         const BfcForce& force, cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, force, stream);
+  run_bfc(x, dy, dw, p, force, TileInput::f32, stream);
+}
+
+bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy) {
+  return vec_ok(x == nullptr ? dy : x, dy == nullptr ? x : dy, p.c, TileInput::f16);
+}
+
+TileInput f16_input(BfcAccum accum) {
+  CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha,
+            "dwconv_backward_filter_cuda_tile_f16: expected accumulation fp32 or ha, got ", static_cast<int>(accum));
+  return accum == BfcAccum::ha ? TileInput::f16_ha : TileInput::f16;
+}
+
+void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                          BfcAccum accum, const BfcForce& force, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, force, f16_input(accum), stream);
+}
+
+void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                          BfcAccum accum, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, default_force(), f16_input(accum), stream);
+}
+
+std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum) {
+  p.validate("bfc_tile_f16_path_name");
+  const TileInput in = f16_input(accum);
+  return describe(cached_plan(p, default_force(), nullptr, nullptr, nullptr, true, in, nullptr), p, true, in);
 }
 
 std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
   p.validate("bfc_path_name");
   const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
-  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, nullptr), p, vec);
+  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, TileInput::f32, nullptr), p, vec,
+                  TileInput::f32);
 }
 
 std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, default_force()); }

@@ -42,17 +42,17 @@ double bfc_tile_cost(BfcTile t, int fh, int fw) {
   return tiles * std::max(issue, smem);
 }
 
-BfcTile bfc_choose_tile(int fh, int fw) {
-  CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile: expected filter extents >= 1, got ", fh, "x", fw);
-  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
-    if (m.fh == fh && m.fw == fw) return m.tile;
+namespace {
+// The cheapest listed tile (outside kBfcTilesForcedOnly) with r * tm <= max_taps; ties go to fewer wasted taps,
+// then the larger tile (fewer threads, atomics).
+BfcTile cheapest_tile(int fh, int fw, int max_taps) {
   const auto waste = [&](BfcTile t) { return ceil_div(fh, t.r) * t.r * ceil_div(fw, t.tm) * t.tm - int64_t(fh) * fw; };
   BfcTile best = kBfcTiles[0];
   double best_cost = bfc_tile_cost(best, fh, fw);
   for (const BfcTile& t : kBfcTiles) {
-    if (bfc_is_forced_only(t)) continue;
+    if (bfc_is_forced_only(t) || t.r * t.tm > max_taps) continue;
     const double cost = bfc_tile_cost(t, fh, fw);
-    // Equal cost (shared-memory bound): fewer wasted taps first, then the larger tile (fewer threads, atomics).
+    // Equal cost (shared-memory bound): fewer wasted taps first, then the larger tile.
     const bool tie = cost <= best_cost * (1 + 1e-9);
     const bool better_tie = waste(t) < waste(best) || (waste(t) == waste(best) && t.r * t.tm > best.r * best.tm);
     if (cost < best_cost * (1 - 1e-9) || (tie && better_tie)) {
@@ -61,6 +61,27 @@ BfcTile bfc_choose_tile(int fh, int fw) {
     }
   }
   return best;
+}
+}  // namespace
+
+namespace {
+BfcTile choose_tile(int fh, int fw, int max_taps) {
+  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
+    if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= max_taps) return m.tile;
+  return cheapest_tile(fh, fw, max_taps);
+}
+}  // namespace
+
+BfcTile bfc_choose_tile(int fh, int fw) {
+  CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile: expected filter extents >= 1, got ", fh, "x", fw);
+  return choose_tile(fh, fw, 1 << 30);
+}
+
+BfcTile bfc_choose_tile_ha(int fh, int fw) {
+  CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile_ha: expected filter extents >= 1, got ", fh, "x", fw);
+  for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles)
+    if (m.fh == fh && m.fw == fw) return m.tile;
+  return choose_tile(fh, fw, kBfcHaMaxTaps);
 }
 
 int bfc_group_size(int n_units, int max_group) {

@@ -45,6 +45,18 @@ struct BfcForce {
   bool generic = false;         // force the simple per-(tap, channel) reduction kernel
 };
 
+// Hybrid accumulation on FP16 inputs holds an FP16 partial, an FP16 window value and two FP32 sums per tap (4
+// registers, against 2 for FP32 accumulation): its tiles keep r * tm <= kBfcHaMaxTaps.
+inline constexpr int kBfcHaMaxTaps = 32;
+
+// Hybrid accumulation's own measured tiles, where the cost model's pick (or kBfcMeasuredTiles' tile, over
+// kBfcHaMaxTaps at 51x51) lost on the H200 (seventh session, docs/perf/dwconv-fp16-h200.md, h200-2026-11-30g): 7x7
+// ran 2x8 1.37-1.38x faster than the model's 1x7 (3x7 1.11-1.12x, 4x8 1.34-1.36x), 9x9 2x9 1.10-1.29x faster than
+// 3x9, 51x51 2x13 1.05-1.31x faster than 1x17 (2x9 and 3x9 slower). The same tiles lost with FP32 accumulation
+// (7x7: 2x8 0.75-0.84x of 7x7; 9x9: 2x9 0.83-0.97x of 3x9), whose tiles may hold twice the taps. Within the budget
+// kBfcMeasuredTiles holds for ha too (31x31: 2x16 2.1-2.3x faster than the model's 1x31).
+inline constexpr BfcMeasuredTile kBfcHaMeasuredTiles[] = {{7, 7, {2, 8}}, {9, 9, {2, 9}}, {51, 51, {2, 13}}};
+
 bool bfc_is_tile(int r, int tm);
 bool bfc_is_forced_only(BfcTile t);
 
@@ -59,6 +71,10 @@ double bfc_tile_cost(BfcTile t, int fh, int fw);
 // The measured tile of kBfcMeasuredTiles, else the cheapest tile of kBfcTiles outside kBfcTilesForcedOnly for an
 // fh x fw (sub-)filter; ties go to fewer wasted taps, then the larger tile.
 BfcTile bfc_choose_tile(int fh, int fw);
+
+// bfc_choose_tile limited to tiles of r * tm <= kBfcHaMaxTaps: the tile of kBfcHaMeasuredTiles, else that of
+// kBfcMeasuredTiles where it is within the limit, else the cheapest such tile by bfc_tile_cost (same tie rules).
+BfcTile bfc_choose_tile_ha(int fh, int fw);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.
 int bfc_group_size(int n_units, int max_group);

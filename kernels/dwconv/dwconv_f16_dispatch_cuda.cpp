@@ -1,11 +1,13 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
 // tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
 // T<theta> beyond), the CUDA-core FP16 kernel for FW <= 5,
-// generic direct kernels otherwise; backward-filter on CUDA cores (stride 1, C % 4 == 0, 8-byte aligned: the tiled
-// kernel, both accumulation modes; otherwise the row-warp kernel). CNN_DWCONV_VERBOSE=1 logs each new choice.
+// generic direct kernels otherwise; backward-filter on CUDA cores (choose_bfc: the register-tile kernel shared with
+// FP32 above 3x3, the FP16 tiled kernel at 3x3 and below, the row-warp kernel for what neither takes; both
+// accumulation modes on each). CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
 
 #include "core/cuda_check.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
@@ -22,20 +24,36 @@ const std::string& forced_path() {
   return value;
 }
 
-enum class BfcPath { tiled, row_warp };
+enum class BfcPath { tiled, row_warp, tile };
 
-// CNN_DWCONV_F16_BFC_PATH = auto | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the kernels
-// on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback.
+// Stride-1 filters of at most this many taps keep the FP16 tiled kernel: measured on the H200 (docs/perf/
+// dwconv-fp16-h200.md, seventh session) it beat the register-tile kernel at 3x3 (1.01-1.12x in fp32 accumulation,
+// 0.99-1.09x in ha) and lost from 5x5 up (the tile kernel 1.05-1.41x at 5x5, 1.1-2.1x at 7x7-51x51).
+constexpr int kBfcTiledMaxTaps = 9;
+
+// CNN_DWCONV_F16_BFC_PATH = auto | tile | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the
+// kernels on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback. auto: the
+// register-tile kernel shared with FP32 (both accumulations) for stride-1 filters of more than kBfcTiledMaxTaps taps
+// with C % 8 == 0 and 16-byte aligned tensors; the FP16 tiled kernel for the other stride-1 shapes it takes; the
+// row-warp kernel for the rest (strided calls: the tile kernel is not yet measured against it there).
 BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
-  static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp"});
+  static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp", "tile"});
   if (forced == "rowwarp") return BfcPath::row_warp;
+  const bool tile_ok = bfc_tile_f16_supports(p, x, dy);
+  if (forced == "tile") {
+    CNN_CHECK(tile_ok, "CNN_DWCONV_F16_BFC_PATH=tile: needs C % 8 == 0 and 16-byte aligned tensors, got ", p.str());
+    return BfcPath::tile;
+  }
   const bool tiled_ok = bfc_f16_tiled_supports(p, x, dy);
   CNN_CHECK(tiled_ok || forced != "tiled",
             "CNN_DWCONV_F16_BFC_PATH=tiled: needs stride 1, C % 4 == 0 and 8-byte aligned tensors, got ", p.str());
+  if (forced == "auto" && tile_ok && p.stride_h == 1 && p.stride_w == 1 && p.fh * p.fw > kBfcTiledMaxTaps)
+    return BfcPath::tile;
   return tiled_ok ? BfcPath::tiled : BfcPath::row_warp;
 }
 
 std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
+  if (path == BfcPath::tile) return bfc_tile_f16_path_name(p, accum);
   if (path == BfcPath::tiled) return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
   return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
 }
@@ -141,7 +159,9 @@ void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, c
             "dwconv_backward_filter_cuda(f16): expected accumulation fp32 or ha, got ", static_cast<int>(accum));
   const BfcPath path = choose_bfc(p, x, dy);
   log_path_once("bfc", p, [&] { return bfc_path_name(path, p, accum); });
-  if (path == BfcPath::tiled)
+  if (path == BfcPath::tile)
+    dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, accum, stream);
+  else if (path == BfcPath::tiled)
     launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
   else
     launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);

@@ -231,12 +231,53 @@ TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
     EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << f;
     if (measured(f)) continue;  // the table's tile, not the cost model's
     EXPECT_FALSE(bfc_is_forced_only(t)) << f;
-    for (const BfcTile& o : kBfcTiles)
-      if (!bfc_is_forced_only(o)) EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+    for (const BfcTile& o : kBfcTiles) {
+      if (!bfc_is_forced_only(o)) {
+        EXPECT_LE(bfc_tile_cost(t, f, f), bfc_tile_cost(o, f, f) + 1e-9) << f;
+      }
+    }
   }
 }
 
-// CNN_DWCONV_F32_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
+// Hybrid accumulation's tiles (FP16 inputs): its own measured tile, else a measured tile of at most kBfcHaMaxTaps taps,
+// else the cheapest tile of at most kBfcHaMaxTaps taps by the same cost model.
+TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
+  for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles) {
+    EXPECT_TRUE(bfc_is_tile(m.tile.r, m.tile.tm));
+    EXPECT_LE(m.tile.r * m.tile.tm, kBfcHaMaxTaps);
+  }
+  const auto measured_within_budget = [](int fh, int fw) -> const BfcMeasuredTile* {
+    for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles)
+      if (m.fh == fh && m.fw == fw) return &m;
+    for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
+      if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= kBfcHaMaxTaps) return &m;
+    return nullptr;
+  };
+  int measured_seen = 0;
+  for (int fh = 1; fh <= 64; ++fh)
+    for (int fw = 1; fw <= 64; fw += (fh == fw ? 1 : 2)) {
+      const BfcTile t = bfc_choose_tile_ha(fh, fw);
+      EXPECT_TRUE(bfc_is_tile(t.r, t.tm)) << fh << "x" << fw;
+      EXPECT_LE(t.r * t.tm, kBfcHaMaxTaps) << fh << "x" << fw;
+      EXPECT_FALSE(bfc_is_forced_only(t)) << fh << "x" << fw;
+      if (const BfcMeasuredTile* m = measured_within_budget(fh, fw)) {
+        EXPECT_EQ(t.r, m->tile.r) << fh << "x" << fw;
+        EXPECT_EQ(t.tm, m->tile.tm) << fh << "x" << fw;
+        ++measured_seen;
+        continue;
+      }
+      for (const BfcTile& o : kBfcTiles) {
+        if (!bfc_is_forced_only(o) && o.r * o.tm <= kBfcHaMaxTaps) {
+          EXPECT_LE(bfc_tile_cost(t, fh, fw), bfc_tile_cost(o, fh, fw) + 1e-9) << fh << "x" << fw;
+        }
+      }
+    }
+  EXPECT_GT(measured_seen, 0);  // the table has entries within the budget (13x13 2x13, 31x31 2x16)
+  EXPECT_EQ(bfc_choose_tile_ha(3, 3).r * bfc_choose_tile_ha(3, 3).tm, 9);  // within budget: as bfc_choose_tile
+  EXPECT_THROW(bfc_choose_tile_ha(0, 3), cnn::Error);
+}
+
+// CNN_DWCONV_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
 TEST(DwconvBfcPlan, ParseTileAcceptsInstantiatedTilesOnly) {
   const BfcTile t = bfc_parse_tile("3x17", "VAR");
   EXPECT_EQ(t.r, 3);

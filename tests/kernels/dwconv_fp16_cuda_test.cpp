@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
@@ -266,44 +267,63 @@ TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
     }
 }
 
+// One FP16 backward-filter result (FP32 dW) against the references. fp32 accumulation: FP32 sums of exact FP16
+// products (per-thread FMA chains, block sums, atomics) against FP64. ha: the emulation's FP16 runs exactly, only the
+// FP32 merges differ - run partials (<= runs), block sums (<= rows) and atomics (<= runs, segments being whole runs),
+// one rounding each - and against FP64 within the ha bound.
+void expect_bfc_f16(const std::vector<double>& got, const f16test::References& ref, const DwconvParams& p,
+                    BfcAccum accum, const std::string& name) {
+  const double l_terms = double(p.n) * p.oh() * p.ow();
+  if (accum == BfcAccum::fp32) {
+    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+    f16test::expect_ok(st, name);
+    EXPECT_LE(st.mare, kMareBound) << name;
+    return;
+  }
+  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  const double merges = 2 * runs + rows + 2;
+  f16test::expect_ok(f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
+  f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+}
+
 // The tiled backward-filter kernel, launched directly (through the dispatcher a fallback to the row-warp kernel
 // would pass unnoticed), in both accumulation modes, with the planner's split and with forced Z chunks and column
 // strips (ha: strips of whole runs); dW poisoned before each run.
+// One backward-filter case on the device: FP16 inputs uploaded, references computed, dW poisoned before each run.
+struct BfcF16Run {
+  DwconvParams p;
+  f16test::References ref;
+  DeviceArray<__half> x, dy;
+  DeviceArray<float> dw;
+  BfcF16Run(const Case& k, uint64_t seed) : p(k.params()), x(p.x_elems()), dy(p.y_elems()), dw(p.w_elems()) {
+    const HalfData d = f16test::make_data(p, seed);
+    ref = f16test::references(p, d);
+    x.upload(d.x.data()), dy.upload(d.dy.data());
+  }
+  template <class Launch>
+  std::vector<double> run(Launch launch) {
+    dw.poison();
+    launch(x.get(), dy.get(), dw.get());
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::vector<float> got = dw.download<float>();
+    return std::vector<double>(got.begin(), got.end());
+  }
+};
+
 void check_bfc_tiled(const Case& k, uint64_t seed) {
-  const DwconvParams p = k.params();
-  ASSERT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
-  const HalfData d = f16test::make_data(p, seed);
-  const f16test::References ref = f16test::references(p, d);
-  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
-  DeviceArray<float> dw(p.w_elems());
-  x.upload(d.x.data()), dy.upload(d.dy.data());
-  const double l_terms = double(p.n) * p.oh() * p.ow();
-  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
+  ASSERT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
+  BfcF16Run b(k, seed);
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     const bool ha = accum == BfcAccum::ha;
     const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
                                        BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
     for (const BfcF16TiledForce& force : forces) {
-      dw.poison();
-      launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-      const std::vector<float> got_f = dw.download<float>();
-      const std::vector<double> got(got_f.begin(), got_f.end());
-      const std::string name =
-          dwconv_bfc_f16_tiled_path_name(p, accum, force) + " " + p.str() + " seed=" + std::to_string(seed);
-      if (!ha) {
-        // FP32 sums of exact FP16 products: per-thread FMA chains, a shared-memory sum and one atomic per block.
-        const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-        f16test::expect_ok(st, name);
-        EXPECT_LE(st.mare, kMareBound) << name;
-        continue;
-      }
-      // The emulation's FP16 runs exactly; only the FP32 merges differ: run partials (<= runs), the block's shared
-      // sum (<= rows) and one atomic per block and strip (<= runs, strips being whole runs), one rounding each.
-      const double merges = 2 * runs + rows + 2;
-      f16test::expect_ok(
-          f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
-      f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
+      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+        launch_dwconv_bfc_f16_tiled(x, dy, dw, b.p, accum, force, nullptr);
+      });
+      expect_bfc_f16(got, b.ref, b.p, accum,
+                     dwconv_bfc_f16_tiled_path_name(b.p, accum, force) + " " + b.p.str() + " seed=" +
+                         std::to_string(seed));
     }
   }
 }
@@ -369,22 +389,76 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
   check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
 }
 
-// The dispatcher takes the tiled kernel in both accumulation modes exactly when it supports the shape; ha strips
-// must be whole runs.
-TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheTiledKernel) {
-  CNN_REQUIRE_GPU();
-  for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51)}) {
-    const DwconvParams p = k.params();
-    EXPECT_TRUE(bfc_f16_tiled_supports(p, nullptr, nullptr)) << p.str();
-    for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-      const std::string path = dwconv_path_name(DwconvOp::backward_filter, p, DType::f16, accum);
-      EXPECT_NE(path.find(std::string("bfc f16 ") + bfc_accum_name(accum) + " tiled"), std::string::npos) << path;
+// The FP32 backward-filter tile kernel on FP16 inputs (dwconv_bfc_tile.cuh with T = __half, and __half2 for ha):
+// the planner's choices, a forced Z and a forced tile, in both accumulation modes. fp32 against FP64 with the
+// FP32-accumulation bound; ha against the host emulation (its FP16 runs exactly, FP32 merges within rounding) and
+// against FP64 with the ha bound.
+void check_bfc_tile_f16(const Case& k, uint64_t seed) {
+  ASSERT_TRUE(bfc_tile_f16_supports(k.params(), nullptr, nullptr)) << k.params().str();
+  BfcF16Run b(k, seed);
+  BfcForce z3, t1x5;
+  z3.z = 3;
+  t1x5.tile_r = 1, t1x5.tile_tm = 5;
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
+      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+        dwconv_backward_filter_cuda_tile_f16(x, dy, dw, b.p, accum, force, nullptr);
+      });
+      expect_bfc_f16(got, b.ref, b.p, accum,
+                     std::string("bfc f16 tile ") + bfc_accum_name(accum) + " force " + std::to_string(force.tile_r) +
+                         "x" + std::to_string(force.tile_tm) + " z=" + std::to_string(force.z) + " " + b.p.str() +
+                         " seed=" + std::to_string(seed));
     }
   }
-  const DwconvParams strided = Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}.params();
-  EXPECT_FALSE(bfc_f16_tiled_supports(strided, nullptr, nullptr));
-  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, strided, DType::f16, BfcAccum::ha).find("tiled"),
-            std::string::npos);
+}
+
+TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 7600;
+  for (const Case& k : {
+           same(1, 1, 1, 8, 1, 1),                         // single pixel, 1x1
+           same(3, 17, 34, 72, 3, 3),                      // partial channel slice (72 = 2 x 32 + 8)
+           same(1, 17, 34, 1032, 7, 7),                    // 33 channel slices
+           same(3, 33, 70, 8, 5, 5),                       // C = 8
+           Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},      // even filter height, asymmetric padding
+           Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},    // pads beyond the filter reach
+           Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},    // rows entirely in the padding
+           same(1, 40, 70, 136, 17, 17),                   // 1x17 tile
+           same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry)
+           same(1, 17, 34, 72, 51, 51),                    // 3x13 tile (ha 2x13), most taps in the padding
+           same(1, 17, 34, 72, 51, 5),                     // tall strip
+           Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
+           Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
+           same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks
+           Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: ha runs of 32, the last of 21 columns
+           same(2, 40, 70, 136, 7, 7),                     // OW = 70: runs split across warp segments
+       })
+    check_bfc_tile_f16(k, seed++);
+}
+
+// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above
+// 9 taps when C % 8 == 0, the tiled kernel for the other stride-1 shapes it supports, the row-warp kernel otherwise.
+TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
+  CNN_REQUIRE_GPU();
+  const auto path_of = [](const Case& k, BfcAccum accum) {
+    return dwconv_path_name(DwconvOp::backward_filter, k.params(), DType::f16, accum);
+  };
+  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
+    const std::string mode = bfc_accum_name(accum);
+    const std::string tile = std::string("bfc f16 tile (") + mode + " accumulation)";
+    const std::string tiled = std::string("bfc f16 ") + mode + " tiled";
+    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51),
+                          same(1, 17, 34, 72, 51, 5)})
+      EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
+    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 72, 1, 9), same(1, 17, 34, 12, 5, 5)}) {
+      EXPECT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
+      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer; C % 8 != 0
+    }
+    const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1};
+    EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
+    EXPECT_EQ(path_of(strided, accum).rfind(std::string("bfc f16 ") + mode + " cuda-core TM=", 0), 0u)
+        << path_of(strided, accum);
+  }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
   EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
   EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
