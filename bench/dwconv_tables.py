@@ -29,6 +29,9 @@ def load(paths):
         try:
             with open(p, newline='') as f:
                 for r in csv.DictReader(f):
+                    # CSVs before --stride have no stride column; the tables are the paper's stride-1 sweep.
+                    if r.get('stride') not in (None, '', '1'):
+                        sys.exit(f"dwconv_tables.py: {p} holds stride-{r['stride']} rows; the tables cover stride 1")
                     out[(r['op'], r['map'], r['filter'])] = (r, p.rsplit('/', 1)[-1].split('_')[0])
         except (OSError, KeyError) as e:
             sys.exit(f'dwconv_tables.py: cannot read {p}: {e}')

@@ -102,7 +102,7 @@ std::vector<int> parse_filters(const std::string& list) {
   return filters;
 }
 
-dwconv::DwconvParams same_padding_params(const MapShape& m, int filter) {
+dwconv::DwconvParams same_padding_params(const MapShape& m, int filter, int stride) {
   dwconv::DwconvParams p;
   p.n = m.n;
   p.ih = m.h;
@@ -110,14 +110,15 @@ dwconv::DwconvParams same_padding_params(const MapShape& m, int filter) {
   p.c = m.c;
   p.fh = p.fw = filter;
   p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = filter / 2;
+  p.stride_h = p.stride_w = stride;
   p.validate("dwconv-bench");
   return p;
 }
 
 bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_code) {
   CLI::App app{
-      "dwconv-bench: Flash-DWC vs cuDNN (all algorithms), cuBLAS SGEMM and device copy, FP32 or FP16, stride 1, "
-      "'same' padding"};
+      "dwconv-bench: Flash-DWC vs cuDNN (all algorithms), cuBLAS SGEMM and device copy, FP32 or FP16, 'same' "
+      "padding"};
   std::string ops = kDefaultOps, maps = kDefaultMaps, filters = kDefaultFilters, dtype = "f32", accum = "fp32";
   app.add_option("--op", ops, "comma-separated ops: fwd, bdc (backward-data), bfc (backward-filter)")
       ->capture_default_str();
@@ -125,6 +126,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
       app.add_option("--maps", maps, "comma-separated feature maps NxHxWxC (NHWC)")->capture_default_str();
   CLI::Option* filters_opt =
       app.add_option("--filters", filters, "comma-separated odd square filter sizes")->capture_default_str();
+  app.add_option("--stride", opts.stride, "stride on both axes (output ceil(H/stride) x ceil(W/stride))")
+      ->capture_default_str();
   CLI::Option* reps_opt =
       app.add_option("--reps", opts.reps, "timed runs per measurement (median reported)")->capture_default_str();
   CLI::Option* warmup_opt =
@@ -174,6 +177,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
     opts.reps = 3;
     opts.warmup = 1;
   }
+  CNN_CHECK(opts.stride >= 1, "--stride: expected >= 1, got ", opts.stride);
   CNN_CHECK(opts.reps >= 1, "--reps: expected >= 1, got ", opts.reps);
   CNN_CHECK(opts.warmup >= 0, "--warmup: expected >= 0, got ", opts.warmup);
   CNN_CHECK(opts.engine_probe_budget_ms > 0, "--cudnn-probe-budget: expected > 0 ms, got ",

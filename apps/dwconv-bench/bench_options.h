@@ -19,6 +19,7 @@ struct BenchOptions {
   std::vector<dwconv::DwconvOp> ops;
   std::vector<MapShape> maps;
   std::vector<int> filters;  // odd square filter sizes, 'same' padding F/2 on every side
+  int stride = 1;            // on both axes; the output is ceil(H / stride) x ceil(W / stride)
   int reps = 20;             // timed runs per measurement; the median is reported
   int warmup = 5;            // untimed runs before them
   std::string out_csv;       // empty: no CSV
@@ -41,7 +42,7 @@ std::vector<MapShape> parse_maps(const std::string& list);
 std::vector<int> parse_filters(const std::string& list);
 const char* op_short_name(dwconv::DwconvOp op);  // "fwd", "bdc", "bfc"
 
-// Stride 1, 'same' padding: the problem every benchmark point runs.
-dwconv::DwconvParams same_padding_params(const MapShape& m, int filter);
+// 'Same' padding (F/2 on every side) at the given stride on both axes: the problem every benchmark point runs.
+dwconv::DwconvParams same_padding_params(const MapShape& m, int filter, int stride);
 
 }  // namespace cnn::bench

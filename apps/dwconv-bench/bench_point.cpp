@@ -243,17 +243,19 @@ void measure_cudnn(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors&
 
 MapTensors::MapTensors(const MapShape& map, const BenchOptions& opts) {
   const int64_t elems = int64_t(map.n) * map.h * map.w * map.c;
+  // Odd filters with 'same' padding: every filter of the sweep gives the same output extent at this stride.
+  const int64_t out_elems = same_padding_params(map, 1, opts.stride).y_elems();
   const bool fwd = wants(opts, DwconvOp::forward), bdc = wants(opts, DwconvOp::backward_data),
              bfc = wants(opts, DwconvOp::backward_filter);
   const size_t bytes = opts.dtype == DType::f16 ? 2 : sizeof(float);
   rotations = rotation_count(size_t(elems) * bytes);
   if (fwd || bfc) x.emplace(make_rotated(elems, rotations, kXSeed, opts.dtype));
-  if (bdc || bfc) dy.emplace(make_rotated(elems, rotations, kDySeed, opts.dtype));
+  if (bdc || bfc) dy.emplace(make_rotated(out_elems, rotations, kDySeed, opts.dtype));
   if (!opts.check) {  // host copies only serve the accuracy check
     if (x) x->host0 = {};
     if (dy) dy->host0 = {};
   }
-  if (fwd) y = DeviceBuffer(size_t(elems) * bytes);
+  if (fwd) y = DeviceBuffer(size_t(out_elems) * bytes);
   if (bdc) dx = DeviceBuffer(size_t(elems) * bytes);
 }
 
@@ -281,8 +283,9 @@ FilterTensors::FilterTensors(const dwconv::DwconvParams& p, const BenchContext& 
 
 void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, FilterTensors& f, const BenchContext& ctx,
                    Row& row) {
-  // 'same' padding with an odd filter keeps the output extent, so Y / dY share X's buffers' shape.
-  CNN_CHECK(p.oh() == p.ih && p.ow() == p.iw, "dwconv-bench: expected OH = IH and OW = IW, got ", p.str());
+  // 'Same' padding with an odd filter: OH = ceil(IH / stride), the extent MapTensors sized Y and dY for.
+  CNN_CHECK(p.oh() == (p.ih + p.stride_h - 1) / p.stride_h && p.ow() == (p.iw + p.stride_w - 1) / p.stride_w,
+            "dwconv-bench: expected OH = ceil(IH / stride) and OW = ceil(IW / stride), got ", p.str());
   row.reps = ctx.opts.reps;
   row.path = dwconv::dwconv_path_name(op, p, ctx.opts.dtype, ctx.opts.bfc_accum);
   row.tolerance = check_tolerance(ctx.opts.dtype, op, ctx.opts.bfc_accum, p.fh * p.fw);

@@ -34,7 +34,7 @@ struct MapTensors {
   MapTensors(const MapShape& map, const BenchOptions& opts);
   int rotations = 1;
   std::optional<RotatedTensor> x;   // (N, H, W, C): fwd, bfc
-  std::optional<RotatedTensor> dy;  // (N, H, W, C): bdc, bfc ('same' padding keeps OH = H, OW = W)
+  std::optional<RotatedTensor> dy;  // (N, OH, OW, C): bdc, bfc; OH = ceil(H / stride) ('same' padding)
   DeviceBuffer y;                   // fwd output (run dtype)
   DeviceBuffer dx;                  // bdc output (run dtype)
 };

@@ -1,5 +1,5 @@
-// dwconv-bench: the paper's kernel protocol on this GPU. For each feature map (NHWC), odd square filter (stride 1,
-// 'same' padding) and op (fwd, bdc, bfc): Flash-DWC vs the fastest cuDNN algorithm, cuBLAS SGEMM and device copy,
+// dwconv-bench: the paper's kernel protocol on this GPU. For each feature map (NHWC), odd square filter ('same'
+// padding; stride 1 unless --stride) and op (fwd, bdc, bfc): Flash-DWC vs the fastest cuDNN algorithm, cuBLAS SGEMM and device copy,
 // FP32, with a sampled FP64 accuracy check. Protocol and columns: docs/perf/README.md.
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -51,7 +51,7 @@ void print_header(const BenchOptions& opts) {
   std::cout << "protocol: " << (opts.dtype == DType::f16 ? "FP16 data, FP32 accumulation" : "FP32")
             << (opts.dtype == DType::f16 ? str_cat(" (bfc accumulation ", dwconv::bfc_accum_name(opts.bfc_accum), ")")
                                          : std::string())
-            << ", stride 1, 'same' padding, " << opts.warmup << " warm-up + median of " << opts.reps
+            << ", stride " << opts.stride << ", 'same' padding, " << opts.warmup << " warm-up + median of " << opts.reps
             << " runs (CUDA events), inputs rotated past 2x L2; seeds x " << kXSeed << ", dy " << kDySeed << ", w "
             << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance (max rel) " << check_tolerance()
             << (opts.dtype == DType::f16
@@ -65,11 +65,12 @@ void print_header(const BenchOptions& opts) {
             << '\n';
 }
 
-Row make_row(dwconv::DwconvOp op, const MapShape& map, int filter) {
+Row make_row(dwconv::DwconvOp op, const MapShape& map, int filter, int stride) {
   Row row;
   row.op = op_short_name(op);
   row.map = map.str();
   row.filter = filter;
+  row.stride = stride;
   return row;
 }
 
@@ -81,7 +82,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
   } catch (const std::exception& e) {
     for (int f : ctx.opts.filters)
       for (dwconv::DwconvOp op : ctx.opts.ops) {
-        rows.push_back(make_row(op, map, f));
+        rows.push_back(make_row(op, map, f, ctx.opts.stride));
         rows.back().error = e.what();
       }
     std::cout << "map " << map.str() << " FAILED: " << e.what() << '\n';
@@ -89,7 +90,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
   }
   std::cout << "map " << map.str() << ": " << tensors->rotations << " rotated input copies\n";
   for (int filter : ctx.opts.filters) {
-    const dwconv::DwconvParams p = same_padding_params(map, filter);
+    const dwconv::DwconvParams p = same_padding_params(map, filter, ctx.opts.stride);
     std::optional<FilterTensors> filt;
     std::string filter_error;
     try {
@@ -98,7 +99,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
       filter_error = e.what();
     }
     for (dwconv::DwconvOp op : ctx.opts.ops) {
-      Row row = make_row(op, map, filter);
+      Row row = make_row(op, map, filter, ctx.opts.stride);
       std::cout << row.op << ' ' << row.map << " F=" << filter << '\n' << std::flush;
       if (!filter_error.empty()) {
         row.error = filter_error;

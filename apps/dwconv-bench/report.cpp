@@ -122,7 +122,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     CNN_CHECK(f.good(), "--out: cannot open '", tmp, "' for writing");
     f << "op,map,filter,ms,tflops,gbps,cudnn_ms,cudnn_algo,speedup,sgemm_m,sgemm_tflops,frac_sgemm,copy_gbps,"
          "frac_copy,max_rel_err,cudnn_max_rel_err,mare,cudnn_mare,path,reps,error,cudnn_ok_ms,cudnn_ok_algo,"
-         "speedup_ok\n";
+         "speedup_ok,stride\n";
     f << std::setprecision(6);
     for (const Row& r : rows) {
       const bool ok = r.error.empty();
@@ -136,7 +136,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
         << num(ok && r.has_cudnn_check, r.cudnn_mare) << ',' << csv_field(r.path) << ',' << r.reps << ','
         << csv_field(r.error) << ',' << num(ok && r.has_cudnn_ok, r.cudnn_ok_ms) << ','
         << csv_field(ok && r.has_cudnn_ok ? r.cudnn_ok_algo : "") << ',' << num(ok && r.has_cudnn_ok, r.speedup_ok)
-        << '\n';
+        << ',' << r.stride << '\n';
     }
     f.flush();
     CNN_CHECK(f.good(), "--out: write to '", tmp, "' failed");

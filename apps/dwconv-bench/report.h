@@ -12,6 +12,7 @@ struct Row {
   std::string op;   // fwd, bdc, bfc
   std::string map;  // NxHxWxC
   int filter = 0;
+  int stride = 1;
   std::string error;  // non-empty: this point failed (message), numbers below are not valid
   double ms = 0;
   double tflops = 0;

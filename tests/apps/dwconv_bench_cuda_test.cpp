@@ -52,6 +52,24 @@ TEST(DwconvBenchOptions, DefaultsAreThePapersSweep) {
   EXPECT_TRUE(o.cudnn && o.cudnn_legacy && o.check);
   EXPECT_FALSE(o.cudnn_engines);
   EXPECT_EQ(o.engine_probe_budget_ms, 20000);
+  EXPECT_EQ(o.stride, 1);
+}
+
+// --stride S: 'same' padding at stride S on both axes, output ceil(H / S) x ceil(W / S) for every odd filter.
+TEST(DwconvBenchOptions, StrideGivesTheOutputExtentOfSamePadding) {
+  BenchOptions o;
+  ASSERT_EQ(parse({"--stride", "2"}, o), "");
+  EXPECT_EQ(o.stride, 2);
+  const MapShape m{2, 17, 34, 72};
+  for (int f : {1, 3, 7, 51}) {
+    const dwconv::DwconvParams p = same_padding_params(m, f, 2);
+    EXPECT_EQ(p.stride_h, 2);
+    EXPECT_EQ(p.stride_w, 2);
+    EXPECT_EQ(p.pad_top + p.pad_bottom, f - 1);
+    EXPECT_EQ(p.oh(), 9) << f;   // ceil(17 / 2)
+    EXPECT_EQ(p.ow(), 17) << f;  // ceil(34 / 2)
+  }
+  EXPECT_EQ(same_padding_params(m, 5, 1).oh(), 17);
 }
 
 TEST(DwconvBenchOptions, EnginesOptions) {
@@ -84,6 +102,7 @@ TEST(DwconvBenchOptions, BadValuesNameTheirFlag) {
       {{"--bfc-accum", "ha"}, "--bfc-accum"},  // ha needs --dtype f16
       {{"--reps", "0"}, "--reps"},
       {{"--warmup", "-1"}, "--warmup"},
+      {{"--stride", "0"}, "--stride"},
   };
   for (const auto& [args, flag] : cases) {
     BenchOptions o;
@@ -179,8 +198,8 @@ TEST(DwconvBenchReport, CsvIsWrittenWholeWithEmptyFieldsForMissingValues) {
   EXPECT_EQ(header.rfind("op,map,filter,ms,tflops,gbps,cudnn_ms,cudnn_algo,speedup,", 0), 0u) << header;
   EXPECT_EQ(first.rfind("fwd,A,3,2,1,", 0), 0u) << first;
   EXPECT_NE(first.find(",4,ALGO,2,"), std::string::npos) << first;
-  EXPECT_NE(header.find(",error,cudnn_ok_ms,cudnn_ok_algo,speedup_ok"), std::string::npos) << header;
-  EXPECT_EQ(first.substr(first.size() - 3), ",,,") << first;  // no check ran: no accurate baseline
+  EXPECT_NE(header.find(",error,cudnn_ok_ms,cudnn_ok_algo,speedup_ok,stride"), std::string::npos) << header;
+  EXPECT_EQ(first.substr(first.size() - 5), ",,,,1") << first;  // no check ran: no accurate baseline; stride 1
   // A failed point keeps its identity and the error (quoted as CSV), every number empty.
   EXPECT_EQ(second.rfind("bfc,A,7,,,,,,,", 0), 0u) << second;
   EXPECT_NE(second.find("\"a, \"\"quoted\"\" error\""), std::string::npos) << second;
