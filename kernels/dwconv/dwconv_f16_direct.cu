@@ -146,9 +146,13 @@ __global__ void __launch_bounds__(kCcThreads) dwconv_cc_f16_kernel(const CcArgs 
   }
 }
 
-int cc_groups_per_row(int out_w) { return out_w >= 4 * kCcTM ? 4 : (out_w >= 2 * kCcTM ? 2 : 1); }
-
 }  // namespace
+
+int cc_groups_per_row(int out_w) {
+  static const std::string forced = env_choice("CNN_DWCONV_F16_CC_GROUPS", {"auto", "1", "2", "4"});
+  if (forced != "auto") return std::stoi(forced);
+  return out_w >= 4 * kCcTM ? 4 : (out_w >= 2 * kCcTM ? 2 : 1);
+}
 
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream) {

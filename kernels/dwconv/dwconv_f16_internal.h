@@ -29,6 +29,10 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
 // Register-tiled kernel for narrow filters (FW <= kCcMaxFw): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x
 // 8 channels per thread, half8 loads, FP32 FMAs.
 inline constexpr int kCcMaxFw = 5;
+// Groups of 8 outputs per output row in one block: 4 (4x32-output tiles) where the output row holds 32, else 2
+// (8x16) or 1 (16x8). CNN_DWCONV_F16_CC_GROUPS = auto | 1 | 2 | 4 forces one for A/B runs (any width stays correct:
+// outputs past the row are skipped).
+int cc_groups_per_row(int out_w);
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
 // Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
