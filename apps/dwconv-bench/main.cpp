@@ -1,6 +1,6 @@
 // dwconv-bench: the paper's kernel protocol on this GPU. For each feature map (NHWC), odd square filter ('same'
-// padding; stride 1 unless --stride) and op (fwd, bdc, bfc): Flash-DWC vs the fastest cuDNN algorithm, cuBLAS SGEMM and device copy,
-// FP32, with a sampled FP64 accuracy check. Protocol and columns: docs/perf/README.md.
+// padding; stride 1 unless --stride) and op (fwd, bdc, bfc): Flash-DWC vs the fastest cuDNN algorithm, cuBLAS SGEMM
+// and device copy, FP32 or FP16, with a sampled FP64 accuracy check. Protocol and columns: docs/perf/README.md.
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
