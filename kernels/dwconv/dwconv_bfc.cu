@@ -350,11 +350,9 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileI
 const BfcForce& default_force() {
   static const BfcForce force = [] {
     BfcForce f;
-    const char* v = std::getenv("CNN_DWCONV_BFC_TILE");
-    if (v != nullptr && v[0] != '\0') {
-      const BfcTile t = bfc_parse_tile(v, "CNN_DWCONV_BFC_TILE");
-      f.tile_r = t.r;
-      f.tile_tm = t.tm;
+    if (const std::optional<BfcTile> t = env_override("CNN_DWCONV_BFC_TILE", bfc_parse_tile)) {
+      f.tile_r = t->r;
+      f.tile_tm = t->tm;
     }
     return f;
   }();

@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "kernels/dwconv/dwconv.h"
@@ -30,6 +32,14 @@ bool dwconv_verbose();  // CNN_DWCONV_VERBOSE=1
 // The value of environment variable `var` (a forced kernel choice for benchmarks), "auto" when unset; any value not
 // in `allowed` (which lists "auto" too) is a one-line error naming the variable and the allowed values.
 std::string env_choice(const char* var, std::initializer_list<const char*> allowed);
+// parse(text, var) of environment variable `var`, or nullopt when it is unset or empty: a benchmark override of a
+// planner's choice (the parser's one-line error names the variable). Callers keep the result in a static.
+template <class Parse>
+auto env_override(const char* var, Parse&& parse) -> std::optional<decltype(parse(std::string(), var))> {
+  const char* v = std::getenv(var);
+  if (v == nullptr || v[0] == '\0') return std::nullopt;
+  return parse(std::string(v), var);
+}
 // Prints "dwconv: <op> <shape> -> <path>" on stderr once per distinct line.
 void log_path_line(const char* op, const DwconvParams& p, const std::string& path);
 // With CNN_DWCONV_VERBOSE=1, log_path_line of path() (a callable returning the kernel path's name); `path` runs only

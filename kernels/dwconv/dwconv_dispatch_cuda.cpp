@@ -43,11 +43,7 @@ bool use_vslide(const ConvGeometry& g) {
 // CNN_DWCONV_F32_GEMV = TM[,ring][,whole] forces the GEMV kernel's configuration on every shape it runs (A/B of
 // gemv_config_for's table); a whole filter too large for shared memory is the launcher's error.
 GemvConfig gemv_config(const ConvGeometry& g) {
-  static const std::optional<GemvConfig> forced = []() -> std::optional<GemvConfig> {
-    const char* v = std::getenv("CNN_DWCONV_F32_GEMV");
-    if (v == nullptr || v[0] == '\0') return std::nullopt;
-    return parse_gemv_config(v, "CNN_DWCONV_F32_GEMV");
-  }();
+  static const std::optional<GemvConfig> forced = env_override("CNN_DWCONV_F32_GEMV", parse_gemv_config);
   return forced ? *forced : gemv_config_for(g);
 }
 
