@@ -6,32 +6,15 @@
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "kernels/common/half8.cuh"
 #include "kernels/dwconv/dwconv_direct.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
 namespace cnn::dwconv {
 namespace {
 
-// 8 halves <-> 8 floats.
-__device__ __forceinline__ void widen8(const uint4 v, float (&f)[8]) {
-  const unsigned words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&words[k]));
-    f[2 * k] = p.x;
-    f[2 * k + 1] = p.y;
-  }
-}
-
-__device__ __forceinline__ uint4 narrow8(const float (&f)[8]) {
-  unsigned words[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-    words[k] = *reinterpret_cast<const unsigned*>(&h);
-  }
-  return make_uint4(words[0], words[1], words[2], words[3]);
-}
+using cuda::narrow8;
+using cuda::widen8;
 
 // kWidth FP16 channels, summed in FP32: 16-byte loads and stores for 8, scalar for 1.
 template <int kWidth>

@@ -15,12 +15,12 @@ namespace cnn::dwconv {
 
 namespace {
 
-enum class F16Path { tensor_core, tc_ring, cuda_core, direct };
+enum class F16Path { tensor_core, tc_ring, cuda_core, tma_cc, direct };
 
-// CNN_DWCONV_F16_PATH = auto | ring | t | cc forces the stride-1 forward-style kernel (benchmarks, comparisons);
-// a forced kernel that cannot run the shape is an error, never a silent fallback.
+// CNN_DWCONV_F16_PATH = auto | ring | t | cc | tma forces the stride-1 forward-style kernel (benchmarks,
+// comparisons); a forced kernel that cannot run the shape is an error, never a silent fallback.
 const std::string& forced_path() {
-  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc"});
+  static const std::string value = env_choice("CNN_DWCONV_F16_PATH", {"auto", "ring", "t", "cc", "tma"});
   return value;
 }
 
@@ -69,6 +69,11 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
     return F16Path::tc_ring;
   }
   if (forced == "t") return F16Path::tensor_core;
+  if (forced == "tma") {
+    CNN_CHECK(tma_cc_f16_supports(g), "CNN_DWCONV_F16_PATH=tma: needs sm_90 and FW <= ", kCcMaxFw,
+              " with a window that fits shared memory, got F=", g.fh, "x", g.fw);
+    return F16Path::tma_cc;
+  }
   if (forced == "cc") {
     CNN_CHECK(g.fw <= kCcMaxFw, "CNN_DWCONV_F16_PATH=cc: FW must be <= ", kCcMaxFw, ", got ", g.fw);
     return F16Path::cuda_core;
@@ -93,6 +98,8 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
       const int groups = cc_groups_per_row(g.out_w);
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / groups, "x", 8 * groups);
     }
+    case F16Path::tma_cc:
+      return tma_cc_f16_describe(g);
     case F16Path::direct:
       break;
   }
@@ -111,6 +118,9 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
+      return;
+    case F16Path::tma_cc:
+      launch_dwconv_tma_cc_f16(src, w, bias, dst, g, stream);
       return;
     case F16Path::direct:
       launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);
