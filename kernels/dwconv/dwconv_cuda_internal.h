@@ -3,6 +3,7 @@
 // are described by one struct: a source map (N, in_h, in_w, C) produces a destination map (N, out_h, out_w, C).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -78,6 +79,21 @@ std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg);
 inline constexpr int kVslideMaxF = 3;
 bool vslide_f32_supports(const ConvGeometry& g, const void* src, const void* w, const void* bias, const void* dst);
 void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                              cudaStream_t stream);
+
+// CUDA-core kernel fed by the Tensor Memory Accelerator (dwconv_tma_cc.cu), FP16 and FP32 data, FP32 accumulation:
+// persistent blocks, 16x8-output tiles of one 128-byte channel slice whose input windows the TMA loads two tiles
+// ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
+// check alignment), a window ring within the shared memory of a block. Forced-only until measured:
+// CNN_DWCONV_F16_PATH=tma, CNN_DWCONV_F32_PATH=tma.
+inline constexpr int kTmaCcMaxFw = 5;
+bool tma_cc_f16_supports(const ConvGeometry& g);
+bool tma_cc_f32_supports(const ConvGeometry& g);
+std::string tma_cc_f16_describe(const ConvGeometry& g);
+std::string tma_cc_f32_describe(const ConvGeometry& g);
+void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, cudaStream_t stream);
+void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                               cudaStream_t stream);
 
 // Direct kernels (FP32 and FP16) launch one thread per destination element group, up to this many blocks; a

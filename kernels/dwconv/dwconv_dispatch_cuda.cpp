@@ -20,10 +20,10 @@ namespace {
 
 bool gemv_applies(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1 && p.c % 4 == 0; }
 
-// CNN_DWCONV_F32_PATH = auto | gemv | vs forces the stride-1 forward-style kernel where both could run (A/B
-// benchmarks); vs on a shape it cannot run is an error, never a silent fallback.
+// CNN_DWCONV_F32_PATH = auto | gemv | vs | tma forces the stride-1 forward-style kernel where it can run (A/B
+// benchmarks); vs or tma on a shape it cannot run is an error, never a silent fallback.
 const std::string& forced_f32_path() {
-  static const std::string value = env_choice("CNN_DWCONV_F32_PATH", {"auto", "gemv", "vs"});
+  static const std::string value = env_choice("CNN_DWCONV_F32_PATH", {"auto", "gemv", "vs", "tma"});
   return value;
 }
 
@@ -47,14 +47,25 @@ GemvConfig gemv_config(const ConvGeometry& g) {
   return forced ? *forced : gemv_config_for(g);
 }
 
+// CNN_DWCONV_F32_PATH=tma: the TMA-fed CUDA-core kernel (forced-only until measured).
+bool use_tma(const ConvGeometry& g) {
+  if (forced_f32_path() != "tma") return false;
+  CNN_CHECK(tma_cc_f32_supports(g), "CNN_DWCONV_F32_PATH=tma: needs sm_90 and FW <= ", kTmaCcMaxFw,
+            " with a window that fits shared memory, got F=", g.fh, "x", g.fw);
+  return true;
+}
+
 std::string forward_style_path(const char* op, const ConvGeometry& g) {
+  if (use_tma(g)) return tma_cc_f32_describe(g);
   if (use_vslide(g)) return str_cat(op, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
   return dwconv_gemv_path_name(g, gemv_config(g));
 }
 
 void run_forward_style(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                        cudaStream_t stream) {
-  if (use_vslide(g))
+  if (use_tma(g))
+    launch_dwconv_tma_cc_f32(src, w, bias, dst, g, stream);
+  else if (use_vslide(g))
     launch_dwconv_vslide_f32(src, w, bias, dst, g, stream);
   else
     launch_dwconv_gemv(src, w, bias, dst, g, gemv_config(g), stream);

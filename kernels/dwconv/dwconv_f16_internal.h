@@ -35,13 +35,6 @@ inline constexpr int kCcMaxFw = 5;
 int cc_groups_per_row(int out_w);
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           cudaStream_t stream);
-// The same thread work on shared-memory windows the Tensor Memory Accelerator fills kStages - 1 tiles ahead
-// (dwconv_f16_tma.cu): sm_90, stride 1, C % 8 == 0, 16-byte aligned, FW <= kCcMaxFw. Forced-only
-// (CNN_DWCONV_F16_PATH=tma) until measured against the register kernel.
-bool tma_cc_f16_supports(const ConvGeometry& g);
-std::string tma_cc_f16_describe(const ConvGeometry& g);
-void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, cudaStream_t stream);
 // Generic direct kernels: any stride, C, alignment (vec8: C % 8 == 0 and 16-byte aligned pointers).
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream);

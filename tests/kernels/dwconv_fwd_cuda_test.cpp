@@ -271,6 +271,41 @@ TEST(DwconvGpu, VslideKernelMatchesReference) {
 }
 
 // CNN_DWCONV_F32_GEMV's parser: TM first, then ring / whole at most once each; anything else names the variable.
+// The FP32 TMA-fed CUDA-core kernel (filters up to 5 wide), launched directly in both geometries: tiles of 16 rows
+// and 8 columns cut short, channel slices of 32 that C does not fill (C = 8, 72, 1032), several images, paddings
+// that crop or extend (the backward-data geometry, asymmetric cases: boxes past either edge, zero-filled by the TMA),
+// 1-row and 1-column maps, even and tall filters. Outputs NaN-poisoned first.
+TEST(DwconvGpu, TmaKernelMatchesReference) {
+  CNN_REQUIRE_GPU();
+  if (!tma_cc_f32_supports(forward_geometry(params_of(same(1, 17, 34, 72, 3, 3))))) GTEST_SKIP() << "needs sm_90";
+  uint64_t seed = 9700;
+  for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(3, 40, 37, 1032, 5, 5), same(2, 33, 5, 8, 3, 3),
+                        same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
+                        Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 5, 1, 1, 1, 0, 4, 0},
+                        Case{1, 35, 17, 40, 5, 4, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
+                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5)}) {
+    const DwconvParams p = params_of(k);
+    const ForwardStyleData fd = forward_style_data(p, seed++);
+    DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
+    upload(x_d, fd.x), upload(w_d, fd.w), upload(b_d, fd.bias), upload(dy_d, fd.dy);
+    ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
+    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
+    ASSERT_TRUE(tma_cc_f32_supports(gf) && tma_cc_f32_supports(gb)) << p.str();
+    launch_dwconv_tma_cc_f32(x_d.get(), w_d.get(), b_d.get(), y_d.get(), gf, nullptr);
+    launch_dwconv_tma_cc_f32(dy_d.get(), w_d.get(), nullptr, dx_d.get(), gb, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::string name = "tma " + p.str() + " seed=" + std::to_string(seed - 1);
+    expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
+    expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+  }
+  const auto supported = [](const Case& k) { return tma_cc_f32_supports(forward_geometry(params_of(k))); };
+  EXPECT_FALSE(supported(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}));  // stride 2
+  EXPECT_FALSE(supported(same(1, 17, 34, 6, 3, 3)));                     // C % 4 != 0
+  EXPECT_FALSE(supported(same(1, 17, 34, 72, 7, 7)));                    // FW > 5
+  EXPECT_FALSE(supported(same(1, 300, 34, 72, 201, 5)));                 // window over the shared memory
+}
+
 TEST(DwconvCudaEntry, ParseGemvConfig) {
   const GemvConfig a = parse_gemv_config("16,ring,whole", "VAR");
   EXPECT_TRUE(a.tm == 16 && a.prefetch && a.whole_filter);

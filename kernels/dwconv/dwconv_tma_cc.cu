@@ -1,0 +1,336 @@
+// Depthwise forward (and stride-1 backward-data on the flipped filter) for narrow filters (FW <= 5) on CUDA cores,
+// fed by the Tensor Memory Accelerator, FP16 or FP32 data, FP32 accumulation. NHWC, stride 1, 16-byte aligned
+// tensors, C % 8 == 0 (FP16) or C % 4 == 0 (FP32), sm_90.
+//
+// Persistent blocks walk tiles of 16 output rows x 8 columns x one 128-byte channel slice (64 halves or 32 floats).
+// Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1) positions of the slice, kStages - 1
+// tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when its bytes have landed. Thread =
+// one 16-byte lane (8 halves or 4 floats) x the 8 outputs of one tile row. The filter of the block's slice sits in
+// shared memory as FP32 (rotated for backward-data), the bias in registers. Why (docs/perf/dwconv-fp16-h200.md): the register kernel spends ~206 instructions per 8-channel output at
+// 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and holds only
+// its own loads in flight (DRAM 56%, L2 74% busy re-serving the 3.75 requests per input); the cp.async pipeline of
+// the seventh session removed the latter and added instructions (0.85x). Here the copy is one instruction per tile,
+// padding is the TMA's zero fill of out-of-bounds boxes (negative coordinates included), and a thread's inner loop is
+// shared-memory loads, conversions and FMAs only.
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cuda/ptx>
+#endif
+
+#include "core/cuda_check.h"
+#include "kernels/common/half8.cuh"
+#include "kernels/dwconv/dwconv_cuda_internal.h"
+
+namespace cnn::dwconv {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kLanes = 8;     // 8 lanes x 16 bytes: one 128-byte box row of channels
+constexpr int kRows = 16;     // output rows per tile, one per 8-lane group
+constexpr int kTM = 8;        // output columns per tile and thread
+constexpr int kStages = 3;    // tiles in flight per block: the one computed and two prefetched
+constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
+
+// A lane's 16 bytes of channels: 8 halves or 4 floats, widened to / narrowed from FP32.
+struct HalfLane {
+  using Elem = __half;
+  static constexpr int kCpl = 8;
+  static constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  __device__ static void widen(const uint4 v, float (&f)[kCpl]) { cuda::widen8(v, f); }
+  __device__ static uint4 narrow(const float (&f)[kCpl]) { return cuda::narrow8(f); }
+  __device__ static float to_float(Elem v) { return __half2float(v); }
+};
+struct FloatLane {
+  using Elem = float;
+  static constexpr int kCpl = 4;
+  static constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  __device__ static void widen(const uint4 v, float (&f)[kCpl]) {
+    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+  }
+  __device__ static uint4 narrow(const float (&f)[kCpl]) {
+    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
+  }
+  __device__ static float to_float(Elem v) { return v; }
+};
+
+template <class L>
+struct TmaArgs {
+  const typename L::Elem* __restrict__ w;     // (FH, FW, C)
+  const typename L::Elem* __restrict__ bias;  // (C) or null
+  typename L::Elem* __restrict__ dst;         // (N, out_h, out_w, C)
+  int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
+  int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
+  int stage_bytes;
+};
+
+template <class L>
+constexpr int kBN = kLanes * L::kCpl;  // channels of one slice (one 128-byte box row)
+
+size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kLanes * 16; }
+template <class L>
+size_t filter_bytes(int fh, int fw) { return size_t(fh) * fw * kBN<L> * sizeof(float); }
+// [stage][window rows][window columns][64 channels] (each stage a multiple of 128 bytes), the FP32 filter
+// [tap][64 channels], then one mbarrier per stage.
+template <class L>
+size_t smem_bytes(int fh, int fw) {
+  return kStages * stage_bytes(fh, fw) + filter_bytes<L>(fh, fw) + kStages * sizeof(uint64_t);
+}
+
+// Tile t -> (channel slice, image, tile row, tile column), columns fastest and the channel slice slowest, so a
+// persistent block reloads its filter only when its tiles cross into the next slice.
+struct Tile {
+  int c0, n, oh0, ow0;
+};
+template <class L>
+__device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
+  Tile p;
+  p.ow0 = (t % a.tiles_w) * kTM;
+  t /= a.tiles_w;
+  p.oh0 = (t % a.tiles_h) * kRows;
+  t /= a.tiles_h;
+  p.n = t % a.n;
+  p.c0 = (t / a.n) * kBN<L>;
+  return p;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+namespace ptx = ::cuda::ptx;
+
+// One tile row of one lane from a landed stage: acc[u] = bias + sum over the window of inputs x filter, stored.
+template <class L, int kFW>
+__device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
+                                            const float (&b)[L::kCpl], const Tile& p) {
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kBn = kBN<L>;
+  const int cq = threadIdx.x % kLanes, r = threadIdx.x / kLanes;
+  const int oh = p.oh0 + r, ch = p.c0 + kCpl * cq;
+  if (oh >= a.out_h || ch >= a.c) return;
+  float acc[kTM][kCpl];
+#pragma unroll
+  for (int u = 0; u < kTM; ++u)
+#pragma unroll
+    for (int e = 0; e < kCpl; ++e) acc[u][e] = b[e];
+  const uint4* win = reinterpret_cast<const uint4*>(stage) + r * kCols * kLanes + cq;
+  const float4* w4 = reinterpret_cast<const float4*>(wsm) + (kCpl / 4) * cq;
+  for (int i = 0; i < a.fh; ++i) {
+    float wf[kFW][kCpl];
+#pragma unroll
+    for (int j = 0; j < kFW; ++j)
+#pragma unroll
+      for (int h = 0; h < kCpl / 4; ++h) {
+        const float4 v = w4[(i * kFW + j) * (kBn / 4) + h];
+        wf[j][4 * h] = v.x, wf[j][4 * h + 1] = v.y, wf[j][4 * h + 2] = v.z, wf[j][4 * h + 3] = v.w;
+      }
+    const uint4* in = win + i * kCols * kLanes;
+#pragma unroll
+    for (int q = 0; q < kCols; ++q) {
+      float x[kCpl];
+      L::widen(in[q * kLanes], x);
+#pragma unroll
+      for (int j = 0; j < kFW; ++j) {
+        const int u = q - j;
+        if (u >= 0 && u < kTM) {
+#pragma unroll
+          for (int e = 0; e < kCpl; ++e) acc[u][e] = fmaf(x[e], wf[j][e], acc[u][e]);
+        }
+      }
+    }
+  }
+  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + p.ow0) * a.c + ch;
+#pragma unroll
+  for (int u = 0; u < kTM; ++u) {
+    if (p.ow0 + u >= a.out_w) break;
+    *reinterpret_cast<uint4*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
+  }
+}
+
+// The block's channel slice of the filter as FP32 in shared memory ([tap][slice channels], rotated by 180 degrees for
+// backward-data; zeros past C), and this thread's bias values.
+template <class L, int kFW>
+__device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* wsm, float (&b)[L::kCpl]) {
+  constexpr int kBn = kBN<L>;
+  for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += kThreads) {
+    const int k = idx % kBn, tap = idx / kBn, i = tap / kFW, j = tap % kFW;
+    const int si = a.flip ? a.fh - 1 - i : i, sj = a.flip ? kFW - 1 - j : j;
+    wsm[idx] = c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
+  }
+  const int ch = c0 + L::kCpl * (threadIdx.x % kLanes);
+#pragma unroll
+  for (int e = 0; e < L::kCpl; ++e) b[e] = a.bias != nullptr && ch + e < a.c ? L::to_float(a.bias[ch + e]) : 0.f;
+}
+#endif
+
+template <class L, int kFW>
+__global__ void __launch_bounds__(kThreads, 3) dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src,
+                                                                    const TmaArgs<L> a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * kBN<L>);  // 8-byte aligned: >= 128 bytes per tap
+  const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
+  const int my_tiles = first < a.tiles ? (a.tiles - first - 1) / step + 1 : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  // Thread 0: the k-th tile of this block into stage k % kStages (its previous use ended at a block barrier).
+  const auto issue = [&](int k) {
+    const Tile p = tile_at(a, first + k * step);
+    const int s = k % kStages;
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
+                                   static_cast<uint32_t>(a.stage_bytes));
+    const int32_t coords[4] = {p.c0, p.ow0 - a.pad_l, p.oh0 - a.pad_t, p.n};
+    ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem + s * a.stage_bytes, &src, coords,
+                              &full[s]);
+  };
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kStages - 1 && k < my_tiles; ++k) issue(k);
+  int slice = -1;
+  float b[L::kCpl];
+  for (int k = 0; k < my_tiles; ++k) {
+    if (threadIdx.x == 0 && k + kStages - 1 < my_tiles) issue(k + kStages - 1);
+    const Tile p = tile_at(a, first + k * step);
+    if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
+      load_slice<L, kFW>(a, p.c0, wsm, b);
+      slice = p.c0;
+      __syncthreads();
+    }
+    const int s = k % kStages;
+    while (!ptx::mbarrier_try_wait_parity(&full[s], static_cast<uint32_t>((k / kStages) & 1))) {
+    }
+    compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+    __syncthreads();  // stage s is free for the tile issued next iteration
+  }
+#endif
+}
+
+template <class L>
+using TmaKernel = void (*)(const CUtensorMap, const TmaArgs<L>);
+
+template <class L>
+TmaKernel<L> kernel_for(int fw) {
+  switch (fw) {
+    case 1: return dwconv_tma_cc_kernel<L, 1>;
+    case 2: return dwconv_tma_cc_kernel<L, 2>;
+    case 3: return dwconv_tma_cc_kernel<L, 3>;
+    case 4: return dwconv_tma_cc_kernel<L, 4>;
+    default: return dwconv_tma_cc_kernel<L, 5>;
+  }
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    CNN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &status));
+    CNN_CHECK(status == cudaDriverEntryPointSuccess && p != nullptr,
+              "dwconv tma: the CUDA driver does not provide cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// The source as a 4-D tensor (C, W, H, N) with a box of one tile's input window; out-of-bounds elements read as 0.
+template <class L>
+CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
+  CUtensorMap m;
+  const cuuint64_t dims[4] = {cuuint64_t(g.c), cuuint64_t(g.in_w), cuuint64_t(g.in_h), cuuint64_t(g.n)};
+  const cuuint64_t row = cuuint64_t(g.c) * sizeof(typename L::Elem);
+  const cuuint64_t strides[3] = {row, row * g.in_w, row * g.in_w * g.in_h};
+  const cuuint32_t box[4] = {kBN<L>, cuuint32_t(kTM + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  const CUresult r = encode_tiled()(&m, L::kMapType, 4, const_cast<typename L::Elem*>(src), dims, strides, box, unit,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CNN_CHECK(r == CUDA_SUCCESS, "dwconv tma: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for N=", g.n,
+            " H=", g.in_h, " W=", g.in_w, " C=", g.c, " F=", g.fh, "x", g.fw);
+  return m;
+}
+
+// Resident blocks per SM of the kernel for (element, fw, fh) on the current device, measured once (the runtime's
+// occupancy query, after raising the kernel's dynamic shared-memory limit).
+template <class L>
+int blocks_per_sm(int fw, int fh, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, int> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(fw, fh, device);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const TmaKernel<L> k = kernel_for<L>(fw);
+  const size_t smem = smem_bytes<L>(fh, fw);
+  CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int blocks = 0;
+  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, kThreads, smem));
+  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw,
+            ")");
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+template <class L>
+bool supports(const ConvGeometry& g) {
+  if (g.stride_h != 1 || g.stride_w != 1 || g.c % L::kCpl != 0 || g.fw < 1 || g.fw > kTmaCcMaxFw) return false;
+  if (smem_bytes<L>(g.fh, g.fw) > kMaxSmem) return false;
+  int device = 0, major = 0;
+  CNN_CUDA_CHECK(cudaGetDevice(&device));
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+}
+
+template <class L>
+std::string describe(const ConvGeometry& g, const char* dtype) {
+  return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM,
+                 " BN=", kBN<L>, " stages=", kStages);
+}
+
+template <class L>
+void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias,
+            typename L::Elem* dst, const ConvGeometry& g, cudaStream_t stream) {
+  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", L::kCpl, " == 0, FW <= ", kTmaCcMaxFw,
+            " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c, " F=", g.fh, "x", g.fw,
+            " stride ", g.stride_h, "x", g.stride_w);
+  TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0};
+  a.tiles_h = (g.out_h + kRows - 1) / kRows;
+  a.tiles_w = (g.out_w + kTM - 1) / kTM;
+  const long long tiles = static_cast<long long>((g.c + kBN<L> - 1) / kBN<L>) * g.n * a.tiles_h * a.tiles_w;
+  CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
+  a.tiles = static_cast<int>(tiles);
+  a.stage_bytes = static_cast<int>(stage_bytes(g.fh, g.fw));
+  int device = 0, sms = 0;
+  CNN_CUDA_CHECK(cudaGetDevice(&device));
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int grid = static_cast<int>(std::min<long long>(tiles, 1LL * sms * blocks_per_sm<L>(g.fw, g.fh, device)));
+  const CUtensorMap map = source_map<L>(src, g);
+  kernel_for<L>(g.fw)<<<grid, kThreads, smem_bytes<L>(g.fh, g.fw), stream>>>(map, a);
+  CNN_CHECK_LAUNCH("dwconv_tma_cc_kernel");
+}
+
+}  // namespace
+
+bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<HalfLane>(g); }
+bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<FloatLane>(g); }
+std::string tma_cc_f16_describe(const ConvGeometry& g) { return describe<HalfLane>(g, " f16"); }
+std::string tma_cc_f32_describe(const ConvGeometry& g) { return describe<FloatLane>(g, ""); }
+
+void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, cudaStream_t stream) {
+  launch<HalfLane>(src, w, bias, dst, g, stream);
+}
+
+void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                              cudaStream_t stream) {
+  launch<FloatLane>(src, w, bias, dst, g, stream);
+}
+
+}  // namespace cnn::dwconv
