@@ -6,12 +6,14 @@
 // Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1) positions of the slice, kStages - 1
 // tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when its bytes have landed. Thread =
 // one 16-byte lane (8 halves or 4 floats) x the 8 outputs of one tile row. The filter of the block's slice sits in
-// shared memory as FP32 (rotated for backward-data), the bias in registers. Why (docs/perf/dwconv-fp16-h200.md): the register kernel spends ~206 instructions per 8-channel output at
-// 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and holds only
-// its own loads in flight (DRAM 56%, L2 74% busy re-serving the 3.75 requests per input); the cp.async pipeline of
-// the seventh session removed the latter and added instructions (0.85x). Here the copy is one instruction per tile,
-// padding is the TMA's zero fill of out-of-bounds boxes (negative coordinates included), and a thread's inner loop is
-// shared-memory loads, conversions and FMAs only.
+// shared memory as FP32 (rotated for backward-data), the bias in registers.
+//
+// Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
+// 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
+// its own loads in flight (DRAM 56%, L2 74% busy re-serving 3.75 requests per input); the seventh session's cp.async
+// pipeline overlapped loads but added instructions (0.85x). Here the copy is one instruction per tile, padding is the
+// TMA's zero fill of out-of-bounds boxes (negative coordinates included), and a thread's inner loop is shared-memory
+// loads, conversions and FMAs only.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -80,8 +82,8 @@ constexpr int kBN = kLanes * L::kCpl;  // channels of one slice (one 128-byte bo
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kLanes * 16; }
 template <class L>
 size_t filter_bytes(int fh, int fw) { return size_t(fh) * fw * kBN<L> * sizeof(float); }
-// [stage][window rows][window columns][64 channels] (each stage a multiple of 128 bytes), the FP32 filter
-// [tap][64 channels], then one mbarrier per stage.
+// [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
+// [tap][slice channels], then one mbarrier per stage.
 template <class L>
 size_t smem_bytes(int fh, int fw) {
   return kStages * stage_bytes(fh, fw) + filter_bytes<L>(fh, fw) + kStages * sizeof(uint64_t);
