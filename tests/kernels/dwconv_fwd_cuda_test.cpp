@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -233,6 +234,24 @@ TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
   unsetenv(var);
 }
 
+// Runs launch(src, w, bias, dst, geometry) on case k in the forward and the stride-1 backward-data geometry (outputs
+// NaN-poisoned first) and compares both against the FP64 references.
+template <class Launch>
+void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string& what, Launch&& launch) {
+  const DwconvParams p = params_of(k);
+  const ForwardStyleData fd = forward_style_data(p, seed);
+  DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
+  upload(x_d, fd.x), upload(w_d, fd.w), upload(b_d, fd.bias), upload(dy_d, fd.dy);
+  ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
+  launch(x_d.get(), w_d.get(), b_d.get(), y_d.get(), forward_geometry(p));
+  launch(dy_d.get(), w_d.get(), nullptr, dx_d.get(), backward_data_geometry_stride1(p));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what << " " << p.str();
+  const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed);
+  expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
+  expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+}
+
 // The FP32 row-sliding kernel (filters up to 3x3), launched directly in both geometries: tiles of 16 rows cut
 // short, column strips past OW, channel lanes that do not fill a block (C/4 = 2, 18) or need several channel blocks
 // (C = 1032: 258 groups), paddings that crop or extend (backward-data geometry), 1-row and 1-column maps, non-square
@@ -245,20 +264,11 @@ TEST(DwconvGpu, VslideKernelMatchesReference) {
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 3, 1, 1, 1, 0, 2, 0},
                         Case{1, 35, 17, 40, 3, 3, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 2, 2)}) {
-    const DwconvParams p = params_of(k);
-    const ForwardStyleData fd = forward_style_data(p, seed++);
-    DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
-    upload(x_d, fd.x), upload(w_d, fd.w), upload(b_d, fd.bias), upload(dy_d, fd.dy);
-    ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
-    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    ASSERT_TRUE(vslide_f32_supports(gf, x_d.get(), w_d.get(), b_d.get(), y_d.get())) << p.str();
-    launch_dwconv_vslide_f32(x_d.get(), w_d.get(), b_d.get(), y_d.get(), gf, nullptr);
-    launch_dwconv_vslide_f32(dy_d.get(), w_d.get(), nullptr, dx_d.get(), gb, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::string name = "vslide " + p.str() + " seed=" + std::to_string(seed - 1);
-    expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
-    expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+    check_forward_style_kernel(k, seed++, "vslide", [](const float* src, const float* w, const float* b, float* dst,
+                                                        const ConvGeometry& g) {
+      ASSERT_TRUE(vslide_f32_supports(g, src, w, b, dst));
+      launch_dwconv_vslide_f32(src, w, b, dst, g, nullptr);
+    });
   }
   const auto supported = [](const Case& k) {
     return vslide_f32_supports(forward_geometry(params_of(k)), nullptr, nullptr, nullptr, nullptr);
@@ -284,20 +294,11 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 5, 1, 1, 1, 0, 4, 0},
                         Case{1, 35, 17, 40, 5, 4, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5)}) {
-    const DwconvParams p = params_of(k);
-    const ForwardStyleData fd = forward_style_data(p, seed++);
-    DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
-    upload(x_d, fd.x), upload(w_d, fd.w), upload(b_d, fd.bias), upload(dy_d, fd.dy);
-    ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
-    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    ASSERT_TRUE(tma_cc_f32_supports(gf) && tma_cc_f32_supports(gb)) << p.str();
-    launch_dwconv_tma_cc_f32(x_d.get(), w_d.get(), b_d.get(), y_d.get(), gf, nullptr);
-    launch_dwconv_tma_cc_f32(dy_d.get(), w_d.get(), nullptr, dx_d.get(), gb, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::string name = "tma " + p.str() + " seed=" + std::to_string(seed - 1);
-    expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
-    expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+    check_forward_style_kernel(k, seed++, "tma", [](const float* src, const float* w, const float* b, float* dst,
+                                                     const ConvGeometry& g) {
+      ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
+      launch_dwconv_tma_cc_f32(src, w, b, dst, g, nullptr);
+    });
   }
   const auto supported = [](const Case& k) { return tma_cc_f32_supports(forward_geometry(params_of(k))); };
   EXPECT_FALSE(supported(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}));  // stride 2
