@@ -88,6 +88,11 @@ def fwdbdc(a):
         print(f'\n{op}: geomean over cuDNN {geomean(v):.2f}x over {len(v)} points, minimum {min(v):.2f}x')
 
 
+def mare_text(row):
+    """A row's MARE, or '-' for a run without the FP64 check (--no-check)."""
+    return f"{float(row['mare']):.1e}" if row and row['mare'] else '-'
+
+
 def bfc(a):
     rows, ha, fb = load(a.rows), load(a.ha), load(a.cudnn_fallback)
     before, before_ha = load(a.before), load(a.before_ha)
@@ -108,12 +113,11 @@ def bfc(a):
         was = f"{float(before[key][0]['ms']):.3f}" if key in before else '-'
         was_ha = f"{float(before_ha[key][0]['ms']):.3f}" if key in before_ha else '-'
         cud_s = f'{cud:.3f}' if cud < 10 else f'{cud:.0f}'
-        mare = lambda row: f"{float(row['mare']):.1e}" if row and row['mare'] else '-'  # '-': a --no-check run
         print(f"| {m if m != last_map else ''} | {f} | {ms:.3f} | {float(r['tflops']):.1f} | {cud_s}"
               f"{'' if same else '*'} | {ratio_text(cud / ms)} | {was} | "
               + (f"{hms:.3f} | {float(h['tflops']):.1f} | {ratio_text(ms / hms, 1.2 if int(f) >= 7 else 0)} | "
-                 f"{was_ha} | {mare(r)} / {mare(h)} |" if h else
-                 f"- | - | - | {was_ha} | {mare(r)} / - |"))
+                 f"{was_ha} | {mare_text(r)} / {mare_text(h)} |" if h else
+                 f"- | - | - | {was_ha} | {mare_text(r)} / - |"))
         last_map = m
     print(f'\nbfc: geomean over cuDNN {geomean(sp):.2f}x over {len(sp)} points, minimum {min(sp):.2f}x')
     if speed:

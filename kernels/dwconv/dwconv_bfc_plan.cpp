@@ -62,12 +62,17 @@ BfcTile cheapest_tile(int fh, int fw, int max_taps) {
   }
   return best;
 }
-}  // namespace
 
-namespace {
+// The entry of a measured-tile table for an fh x fw (sub-)filter whose tile has at most max_taps taps, or null.
+template <size_t N>
+const BfcTile* measured_tile(const BfcMeasuredTile (&table)[N], int fh, int fw, int max_taps) {
+  for (const BfcMeasuredTile& m : table)
+    if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= max_taps) return &m.tile;
+  return nullptr;
+}
+
 BfcTile choose_tile(int fh, int fw, int max_taps) {
-  for (const BfcMeasuredTile& m : kBfcMeasuredTiles)
-    if (m.fh == fh && m.fw == fw && m.tile.r * m.tile.tm <= max_taps) return m.tile;
+  if (const BfcTile* t = measured_tile(kBfcMeasuredTiles, fh, fw, max_taps)) return *t;
   return cheapest_tile(fh, fw, max_taps);
 }
 }  // namespace
@@ -79,8 +84,7 @@ BfcTile bfc_choose_tile(int fh, int fw) {
 
 BfcTile bfc_choose_tile_ha(int fh, int fw) {
   CNN_CHECK(fh >= 1 && fw >= 1, "bfc_choose_tile_ha: expected filter extents >= 1, got ", fh, "x", fw);
-  for (const BfcMeasuredTile& m : kBfcHaMeasuredTiles)
-    if (m.fh == fh && m.fw == fw) return m.tile;
+  if (const BfcTile* t = measured_tile(kBfcHaMeasuredTiles, fh, fw, kBfcHaMaxTaps)) return *t;
   return choose_tile(fh, fw, kBfcHaMaxTaps);
 }
 

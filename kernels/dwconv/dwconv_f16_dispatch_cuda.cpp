@@ -93,8 +93,7 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
       const int q = tc_ring_q_for(g.out_w);
       return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8);
     }
-    case F16Path::cuda_core:
-    {
+    case F16Path::cuda_core: {
       const int groups = cc_groups_per_row(g.out_w);
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / groups, "x", 8 * groups);
     }
