@@ -83,18 +83,20 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
 
 // CUDA-core kernel fed by the Tensor Memory Accelerator (dwconv_tma_cc.cu), FP16 and FP32 data, FP32 accumulation:
 // persistent blocks, 16x8-output tiles of one 128-byte channel slice whose input windows the TMA loads two tiles
-// ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
-// check alignment), a window ring within the shared memory of a block. Forced-only until measured:
-// CNN_DWCONV_F16_PATH=tma, CNN_DWCONV_F32_PATH=tma.
+// ahead; each thread holds lane_bytes (16 or 8) of a position's channels. sm_90, stride 1, FW <= kTmaCcMaxFw,
+// C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers check alignment), a window ring within the
+// shared memory of a block. Forced-only until measured: CNN_DWCONV_F16_PATH=tma, CNN_DWCONV_F32_PATH=tma;
+// tma_cc_lane_bytes() is CNN_DWCONV_TMA_LANE = auto | 16 | 8 (auto: 16).
 inline constexpr int kTmaCcMaxFw = 5;
+int tma_cc_lane_bytes();
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
-std::string tma_cc_f16_describe(const ConvGeometry& g);
-std::string tma_cc_f32_describe(const ConvGeometry& g);
+std::string tma_cc_f16_describe(const ConvGeometry& g, int lane_bytes);
+std::string tma_cc_f32_describe(const ConvGeometry& g, int lane_bytes);
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, cudaStream_t stream);
+                              const ConvGeometry& g, int lane_bytes, cudaStream_t stream);
 void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                              cudaStream_t stream);
+                              int lane_bytes, cudaStream_t stream);
 
 // Direct kernels (FP32 and FP16) launch one thread per destination element group, up to this many blocks; a
 // grid-stride loop covers the rest.

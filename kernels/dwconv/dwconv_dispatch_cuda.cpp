@@ -56,7 +56,7 @@ bool use_tma(const ConvGeometry& g) {
 }
 
 std::string forward_style_path(const char* op, const ConvGeometry& g) {
-  if (use_tma(g)) return tma_cc_f32_describe(g);
+  if (use_tma(g)) return tma_cc_f32_describe(g, tma_cc_lane_bytes());
   if (use_vslide(g)) return str_cat(op, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
   return dwconv_gemv_path_name(g, gemv_config(g));
 }
@@ -64,7 +64,7 @@ std::string forward_style_path(const char* op, const ConvGeometry& g) {
 void run_forward_style(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                        cudaStream_t stream) {
   if (use_tma(g))
-    launch_dwconv_tma_cc_f32(src, w, bias, dst, g, stream);
+    launch_dwconv_tma_cc_f32(src, w, bias, dst, g, tma_cc_lane_bytes(), stream);
   else if (use_vslide(g))
     launch_dwconv_vslide_f32(src, w, bias, dst, g, stream);
   else

@@ -98,7 +98,7 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / groups, "x", 8 * groups);
     }
     case F16Path::tma_cc:
-      return tma_cc_f16_describe(g);
+      return tma_cc_f16_describe(g, tma_cc_lane_bytes());
     case F16Path::direct:
       break;
   }
@@ -119,7 +119,7 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
       return;
     case F16Path::tma_cc:
-      launch_dwconv_tma_cc_f16(src, w, bias, dst, g, stream);
+      launch_dwconv_tma_cc_f16(src, w, bias, dst, g, tma_cc_lane_bytes(), stream);
       return;
     case F16Path::direct:
       launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);

@@ -25,46 +25,81 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cuda/ptx>
 #endif
 
 #include "core/cuda_check.h"
-#include "kernels/common/half8.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kLanes = 8;     // 8 lanes x 16 bytes: one 128-byte box row of channels
-constexpr int kRows = 16;     // output rows per tile, one per 8-lane group
+constexpr int kRows = 16;     // output rows per tile
 constexpr int kTM = 8;        // output columns per tile and thread
 constexpr int kStages = 3;    // tiles in flight per block: the one computed and two prefetched
+constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
 
-// A lane's 16 bytes of channels: 8 halves or 4 floats, widened to / narrowed from FP32.
-struct HalfLane {
-  using Elem = __half;
-  static constexpr int kCpl = 8;
-  static constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  __device__ static void widen(const uint4 v, float (&f)[kCpl]) { cuda::widen8(v, f); }
-  __device__ static uint4 narrow(const float (&f)[kCpl]) { return cuda::narrow8(f); }
-  __device__ static float to_float(Elem v) { return __half2float(v); }
-};
-struct FloatLane {
-  using Elem = float;
-  static constexpr int kCpl = 4;
-  static constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  __device__ static void widen(const uint4 v, float (&f)[kCpl]) {
-    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+// A thread's lane: kBytes of one position's channels (16: a uint4, 8: a uint2), widened to / narrowed from FP32.
+// 16-byte lanes give a 128-thread block (8 lanes x 16 rows); 8-byte lanes give 256 threads with half the
+// accumulators each, so twice the warps fit an SM for the same shared memory (registers are the limit otherwise).
+template <class T, int kBytes>
+struct Lane {
+  using Elem = T;
+  using Vec = std::conditional_t<kBytes == 16, uint4, uint2>;
+  static constexpr bool kHalf = std::is_same_v<T, __half>;
+  static constexpr int kCpl = kBytes / static_cast<int>(sizeof(T));  // channels per lane
+  static constexpr int kWords = kBytes / 4;
+  static constexpr int kLanes = kSliceBytes / kBytes;  // lanes of one slice
+  static constexpr int kThreads = kLanes * kRows;
+  static constexpr int kBN = kSliceBytes / static_cast<int>(sizeof(T));  // channels of one slice
+  static constexpr int kBytesPerLane = kBytes;
+  static constexpr CUtensorMapDataType kMapType = kHalf ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  __device__ static void widen(const Vec v, float (&f)[kCpl]) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      if constexpr (kHalf) {
+        const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+        f[2 * k] = p.x, f[2 * k + 1] = p.y;
+      } else {
+        f[k] = __uint_as_float(w[k]);
+      }
+    }
   }
-  __device__ static uint4 narrow(const float (&f)[kCpl]) {
-    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
+  // Round to nearest even, once per value.
+  __device__ static Vec narrow(const float (&f)[kCpl]) {
+    Vec v;
+    unsigned* w = reinterpret_cast<unsigned*>(&v);
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      if constexpr (kHalf) {
+        const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+        w[k] = *reinterpret_cast<const unsigned*>(&h);
+      } else {
+        w[k] = __float_as_uint(f[k]);
+      }
+    }
+    return v;
   }
-  __device__ static float to_float(Elem v) { return v; }
+  __device__ static float to_float(T v) {
+    if constexpr (kHalf) return __half2float(v);
+    else return v;
+  }
 };
+
+// The filter of a slice in shared memory, FP32: [tap][group][lane][kF] with a lane's kCpl channels in groups of
+// kF = min(kCpl, 4), so the lanes of a quarter-warp read consecutive 16-byte words (no bank conflicts).
+template <class L>
+constexpr int kF = L::kCpl < 4 ? L::kCpl : 4;
+template <class L>
+__host__ __device__ constexpr int filter_slot(int k) {  // channel k of the slice -> its float within a tap
+  const int lane = k / L::kCpl, e = k % L::kCpl;
+  return ((e / kF<L>)*L::kLanes + lane) * kF<L> + e % kF<L>;
+}
 
 template <class L>
 struct TmaArgs {
@@ -76,12 +111,9 @@ struct TmaArgs {
   int stage_bytes;
 };
 
+size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
 template <class L>
-constexpr int kBN = kLanes * L::kCpl;  // channels of one slice (one 128-byte box row)
-
-size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kLanes * 16; }
-template <class L>
-size_t filter_bytes(int fh, int fw) { return size_t(fh) * fw * kBN<L> * sizeof(float); }
+size_t filter_bytes(int fh, int fw) { return size_t(fh) * fw * L::kBN * sizeof(float); }
 // [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
 // [tap][slice channels], then one mbarrier per stage.
 template <class L>
@@ -102,7 +134,7 @@ __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   p.oh0 = (t % a.tiles_h) * kRows;
   t /= a.tiles_h;
   p.n = t % a.n;
-  p.c0 = (t / a.n) * kBN<L>;
+  p.c0 = (t / a.n) * L::kBN;
   return p;
 }
 
@@ -113,7 +145,7 @@ namespace ptx = ::cuda::ptx;
 template <class L, int kFW>
 __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
                                             const float (&b)[L::kCpl], const Tile& p) {
-  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kBn = kBN<L>;
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kBn = L::kBN, kLanes = L::kLanes;
   const int cq = threadIdx.x % kLanes, r = threadIdx.x / kLanes;
   const int oh = p.oh0 + r, ch = p.c0 + kCpl * cq;
   if (oh >= a.out_h || ch >= a.c) return;
@@ -122,18 +154,25 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
   for (int u = 0; u < kTM; ++u)
 #pragma unroll
     for (int e = 0; e < kCpl; ++e) acc[u][e] = b[e];
-  const uint4* win = reinterpret_cast<const uint4*>(stage) + r * kCols * kLanes + cq;
-  const float4* w4 = reinterpret_cast<const float4*>(wsm) + (kCpl / 4) * cq;
+  using Vec = typename L::Vec;
+  const Vec* win = reinterpret_cast<const Vec*>(stage) + r * kCols * kLanes + cq;
+  const float* wl = wsm + kF<L> * cq;
   for (int i = 0; i < a.fh; ++i) {
     float wf[kFW][kCpl];
 #pragma unroll
     for (int j = 0; j < kFW; ++j)
 #pragma unroll
-      for (int h = 0; h < kCpl / 4; ++h) {
-        const float4 v = w4[(i * kFW + j) * (kBn / 4) + h];
-        wf[j][4 * h] = v.x, wf[j][4 * h + 1] = v.y, wf[j][4 * h + 2] = v.z, wf[j][4 * h + 3] = v.w;
+      for (int g = 0; g < kCpl / kF<L>; ++g) {
+        const float* t = wl + (i * kFW + j) * kBn + g * kLanes * kF<L>;
+        if constexpr (kF<L> == 4) {
+          const float4 v = *reinterpret_cast<const float4*>(t);
+          wf[j][4 * g] = v.x, wf[j][4 * g + 1] = v.y, wf[j][4 * g + 2] = v.z, wf[j][4 * g + 3] = v.w;
+        } else {
+          const float2 v = *reinterpret_cast<const float2*>(t);
+          wf[j][2 * g] = v.x, wf[j][2 * g + 1] = v.y;
+        }
       }
-    const uint4* in = win + i * kCols * kLanes;
+    const Vec* in = win + i * kCols * kLanes;
 #pragma unroll
     for (int q = 0; q < kCols; ++q) {
       float x[kCpl];
@@ -152,33 +191,33 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
 #pragma unroll
   for (int u = 0; u < kTM; ++u) {
     if (p.ow0 + u >= a.out_w) break;
-    *reinterpret_cast<uint4*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
+    *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
   }
 }
 
-// The block's channel slice of the filter as FP32 in shared memory ([tap][slice channels], rotated by 180 degrees for
+// The block's channel slice of the filter as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
 // backward-data; zeros past C), and this thread's bias values.
 template <class L, int kFW>
 __device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* wsm, float (&b)[L::kCpl]) {
-  constexpr int kBn = kBN<L>;
-  for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += kThreads) {
+  constexpr int kBn = L::kBN;
+  for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += L::kThreads) {
     const int k = idx % kBn, tap = idx / kBn, i = tap / kFW, j = tap % kFW;
     const int si = a.flip ? a.fh - 1 - i : i, sj = a.flip ? kFW - 1 - j : j;
-    wsm[idx] = c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
+    wsm[tap * kBn + filter_slot<L>(k)] = c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
   }
-  const int ch = c0 + L::kCpl * (threadIdx.x % kLanes);
+  const int ch = c0 + L::kCpl * (threadIdx.x % L::kLanes);
 #pragma unroll
   for (int e = 0; e < L::kCpl; ++e) b[e] = a.bias != nullptr && ch + e < a.c ? L::to_float(a.bias[ch + e]) : 0.f;
 }
 #endif
 
 template <class L, int kFW>
-__global__ void __launch_bounds__(kThreads, 3) dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src,
+__global__ void __launch_bounds__(L::kThreads, 3) dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src,
                                                                     const TmaArgs<L> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char smem[];
   float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * kBN<L>);  // 8-byte aligned: >= 128 bytes per tap
+  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
   const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
   const int my_tiles = first < a.tiles ? (a.tiles - first - 1) / step + 1 : 0;
   if (threadIdx.x == 0) {
@@ -250,7 +289,7 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
   const cuuint64_t dims[4] = {cuuint64_t(g.c), cuuint64_t(g.in_w), cuuint64_t(g.in_h), cuuint64_t(g.n)};
   const cuuint64_t row = cuuint64_t(g.c) * sizeof(typename L::Elem);
   const cuuint64_t strides[3] = {row, row * g.in_w, row * g.in_w * g.in_h};
-  const cuuint32_t box[4] = {kBN<L>, cuuint32_t(kTM + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
+  const cuuint32_t box[4] = {L::kBN, cuuint32_t(kTM + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   const CUresult r = encode_tiled()(&m, L::kMapType, 4, const_cast<typename L::Elem*>(src), dims, strides, box, unit,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -271,18 +310,25 @@ int blocks_per_sm(int fw, int fh, int device) {
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   const TmaKernel<L> k = kernel_for<L>(fw);
   const size_t smem = smem_bytes<L>(fh, fw);
-  CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  // The largest window any call may use: a per-shape limit would be lowered again by a later, smaller filter of
+  // the same width and fail the earlier shape's next launch.
+  CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
   int blocks = 0;
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, kThreads, smem));
+  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
   CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw,
             ")");
   cache.emplace(key, blocks);
   return blocks;
 }
 
+// The tensor map's row stride must be a multiple of 16 bytes: C % 8 (FP16), C % 4 (FP32).
+template <class L>
+constexpr int kChannelMultiple = 16 / static_cast<int>(sizeof(typename L::Elem));
+
 template <class L>
 bool supports(const ConvGeometry& g) {
-  if (g.stride_h != 1 || g.stride_w != 1 || g.c % L::kCpl != 0 || g.fw < 1 || g.fw > kTmaCcMaxFw) return false;
+  if (g.stride_h != 1 || g.stride_w != 1 || g.c % kChannelMultiple<L> != 0 || g.fw < 1 || g.fw > kTmaCcMaxFw)
+    return false;
   if (smem_bytes<L>(g.fh, g.fw) > kMaxSmem) return false;
   int device = 0, major = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&device));
@@ -293,19 +339,19 @@ bool supports(const ConvGeometry& g) {
 template <class L>
 std::string describe(const ConvGeometry& g, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM,
-                 " BN=", kBN<L>, " stages=", kStages);
+                 " BN=", L::kBN, " lane=", L::kBytesPerLane, "B stages=", kStages);
 }
 
 template <class L>
 void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias,
             typename L::Elem* dst, const ConvGeometry& g, cudaStream_t stream) {
-  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", L::kCpl, " == 0, FW <= ", kTmaCcMaxFw,
+  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>, " == 0, FW <= ", kTmaCcMaxFw,
             " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c, " F=", g.fh, "x", g.fw,
             " stride ", g.stride_h, "x", g.stride_w);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0};
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + kTM - 1) / kTM;
-  const long long tiles = static_cast<long long>((g.c + kBN<L> - 1) / kBN<L>) * g.n * a.tiles_h * a.tiles_w;
+  const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
   a.stage_bytes = static_cast<int>(stage_bytes(g.fh, g.fw));
@@ -314,25 +360,42 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int grid = static_cast<int>(std::min<long long>(tiles, 1LL * sms * blocks_per_sm<L>(g.fw, g.fh, device)));
   const CUtensorMap map = source_map<L>(src, g);
-  kernel_for<L>(g.fw)<<<grid, kThreads, smem_bytes<L>(g.fh, g.fw), stream>>>(map, a);
+  kernel_for<L>(g.fw)<<<grid, L::kThreads, smem_bytes<L>(g.fh, g.fw), stream>>>(map, a);
   CNN_CHECK_LAUNCH("dwconv_tma_cc_kernel");
+}
+
+// Runs f with Lane<T, lane_bytes>.
+template <class T, class F>
+decltype(auto) with_lane(int lane_bytes, F&& f) {
+  CNN_CHECK(lane_bytes == 16 || lane_bytes == 8, "dwconv tma: lane width must be 16 or 8 bytes, got ", lane_bytes);
+  if (lane_bytes == 8) return f(Lane<T, 8>{});
+  return f(Lane<T, 16>{});
 }
 
 }  // namespace
 
-bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<HalfLane>(g); }
-bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<FloatLane>(g); }
-std::string tma_cc_f16_describe(const ConvGeometry& g) { return describe<HalfLane>(g, " f16"); }
-std::string tma_cc_f32_describe(const ConvGeometry& g) { return describe<FloatLane>(g, ""); }
+int tma_cc_lane_bytes() {
+  static const int bytes = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"}) == "8" ? 8 : 16;
+  return bytes;
+}
+
+bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
+bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
+std::string tma_cc_f16_describe(const ConvGeometry& g, int lane_bytes) {
+  return with_lane<__half>(lane_bytes, [&](auto l) { return describe<decltype(l)>(g, " f16"); });
+}
+std::string tma_cc_f32_describe(const ConvGeometry& g, int lane_bytes) {
+  return with_lane<float>(lane_bytes, [&](auto l) { return describe<decltype(l)>(g, ""); });
+}
 
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, cudaStream_t stream) {
-  launch<HalfLane>(src, w, bias, dst, g, stream);
+                              const ConvGeometry& g, int lane_bytes, cudaStream_t stream) {
+  with_lane<__half>(lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, stream); });
 }
 
 void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                              cudaStream_t stream) {
-  launch<FloatLane>(src, w, bias, dst, g, stream);
+                              int lane_bytes, cudaStream_t stream) {
+  with_lane<float>(lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, stream); });
 }
 
 }  // namespace cnn::dwconv

@@ -199,9 +199,9 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 9; ++variant) {
+    for (int variant = 0; variant < 10; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
-      if (variant == 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
+      if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
       y.poison(), dx.poison();
       std::string what;
@@ -214,10 +214,11 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         what = "direct vec8";
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
-      } else if (variant == 8) {
-        what = "cuda-core tma";
-        launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
-        launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
+      } else if (variant >= 8) {
+        const int lane_bytes = variant == 8 ? 16 : 8;
+        what = "cuda-core tma lane=" + std::to_string(lane_bytes);
+        launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, lane_bytes, nullptr);
+        launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, lane_bytes, nullptr);
       } else if (variant >= 5) {
         const int q = 1 << (variant - 5);
         what = "tc-ring Q" + std::to_string(q);

@@ -294,11 +294,16 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 5, 1, 1, 1, 0, 4, 0},
                         Case{1, 35, 17, 40, 5, 4, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5)}) {
-    check_forward_style_kernel(k, seed++, "tma", [](const float* src, const float* w, const float* b, float* dst,
-                                                     const ConvGeometry& g) {
-      ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
-      launch_dwconv_tma_cc_f32(src, w, b, dst, g, nullptr);
-    });
+    for (const int lane_bytes : {16, 8}) {
+      check_forward_style_kernel(k, seed, "tma lane=" + std::to_string(lane_bytes),
+                                 [&](const float* src, const float* w, const float* b, float* dst,
+                                     const ConvGeometry& g) {
+                                   ASSERT_TRUE(tma_cc_f32_supports(g))
+                                       << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
+                                   launch_dwconv_tma_cc_f32(src, w, b, dst, g, lane_bytes, nullptr);
+                                 });
+    }
+    ++seed;
   }
   const auto supported = [](const Case& k) { return tma_cc_f32_supports(forward_geometry(params_of(k))); };
   EXPECT_FALSE(supported(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}));  // stride 2
