@@ -34,8 +34,10 @@ constexpr int kBfcTiledMaxTaps = 9;
 // CNN_DWCONV_F16_BFC_PATH = auto | tile | tiled | rowwarp forces the backward-filter kernel (benchmarks, A/B of the
 // kernels on one shape); a forced kernel that cannot run the shape is an error, never a silent fallback. auto: the
 // register-tile kernel shared with FP32 (both accumulations) for stride-1 filters of more than kBfcTiledMaxTaps taps
-// with C % 8 == 0 and 16-byte aligned tensors; the FP16 tiled kernel for the other stride-1 shapes it takes; the
-// row-warp kernel for the rest (strided calls: the tile kernel is not yet measured against it there).
+// with C % 8 == 0 and 16-byte aligned tensors, and for every strided shape it takes (measured on the H200 at stride 2,
+// 3x3-13x13: 1.6-10.9x faster than the row-warp kernel in fp32 accumulation, 2.0-13.4x in ha; docs/perf/
+// dwconv-fp16-h200.md, eighth session); the FP16 tiled kernel for the other stride-1 shapes it takes; the row-warp
+// kernel for the rest.
 BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
   static const std::string forced = env_choice("CNN_DWCONV_F16_BFC_PATH", {"auto", "tiled", "rowwarp", "tile"});
   if (forced == "rowwarp") return BfcPath::row_warp;
@@ -47,8 +49,8 @@ BfcPath choose_bfc(const DwconvParams& p, const void* x, const void* dy) {
   const bool tiled_ok = bfc_f16_tiled_supports(p, x, dy);
   CNN_CHECK(tiled_ok || forced != "tiled",
             "CNN_DWCONV_F16_BFC_PATH=tiled: needs stride 1, C % 4 == 0 and 8-byte aligned tensors, got ", p.str());
-  if (forced == "auto" && tile_ok && p.stride_h == 1 && p.stride_w == 1 && p.fh * p.fw > kBfcTiledMaxTaps)
-    return BfcPath::tile;
+  const bool strided = p.stride_h != 1 || p.stride_w != 1;
+  if (forced == "auto" && tile_ok && (strided || p.fh * p.fw > kBfcTiledMaxTaps)) return BfcPath::tile;
   return tiled_ok ? BfcPath::tiled : BfcPath::row_warp;
 }
 

@@ -444,8 +444,9 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
     check_bfc_tile_f16(k, seed++);
 }
 
-// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above
-// 9 taps when C % 8 == 0, the tiled kernel for the other stride-1 shapes it supports, the row-warp kernel otherwise.
+// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel when C % 8 == 0 at
+// stride 1 above 9 taps and at any stride above 1, the tiled kernel for the other stride-1 shapes it supports, the
+// row-warp kernel otherwise.
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
@@ -462,10 +463,11 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
       EXPECT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
       EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer; C % 8 != 0
     }
-    const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1};
+    const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
     EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
-    EXPECT_EQ(path_of(strided, accum).rfind(std::string("bfc f16 ") + mode + " cuda-core TM=", 0), 0u)
-        << path_of(strided, accum);
+    EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
+    EXPECT_EQ(path_of(strided_c12, accum).rfind(std::string("bfc f16 ") + mode + " cuda-core TM=", 0), 0u)
+        << path_of(strided_c12, accum);  // C % 8 != 0
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
   EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
