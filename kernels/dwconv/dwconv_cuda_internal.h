@@ -83,20 +83,27 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
 
 // CUDA-core kernel fed by the Tensor Memory Accelerator (dwconv_tma_cc.cu), FP16 and FP32 data, FP32 accumulation:
 // persistent blocks, 16x8-output tiles of one 128-byte channel slice whose input windows the TMA loads two tiles
-// ahead; each thread holds lane_bytes (16 or 8) of a position's channels. sm_90, stride 1, FW <= kTmaCcMaxFw,
-// C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers check alignment), a window ring within the
-// shared memory of a block. Forced-only until measured: CNN_DWCONV_F16_PATH=tma, CNN_DWCONV_F32_PATH=tma;
-// tma_cc_lane_bytes() is CNN_DWCONV_TMA_LANE = auto | 16 | 8 (auto: 16).
+// ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
+// check alignment), a window ring within the shared memory of a block.
 inline constexpr int kTmaCcMaxFw = 5;
-int tma_cc_lane_bytes();
+struct TmaCcConfig {
+  int lane_bytes = 16;     // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
+  bool contiguous = true;  // each block a contiguous range of tiles (else every gridDim.x-th tile)
+};
+// The shapes where the dispatchers default to it, as measured on the H200 (docs/perf/dwconv-fp16-h200.md, eighth
+// session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
+bool tma_cc_default_for(const ConvGeometry& g, bool f16);
+// Measured lane widths (FP16: 8 bytes up to FW 3, 16 above; FP32: 8 bytes from FW 5), contiguous tiles;
+// CNN_DWCONV_TMA_LANE = auto | 16 | 8 and CNN_DWCONV_TMA_TILES = auto | contiguous | strided override (A/B runs).
+TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
-std::string tma_cc_f16_describe(const ConvGeometry& g, int lane_bytes);
-std::string tma_cc_f32_describe(const ConvGeometry& g, int lane_bytes);
+std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg);
+std::string tma_cc_f32_describe(const ConvGeometry& g, const TmaCcConfig& cfg);
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, int lane_bytes, cudaStream_t stream);
+                              const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream);
 void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                              int lane_bytes, cudaStream_t stream);
+                              const TmaCcConfig& cfg, cudaStream_t stream);
 
 // Direct kernels (FP32 and FP16) launch one thread per destination element group, up to this many blocks; a
 // grid-stride loop covers the rest.

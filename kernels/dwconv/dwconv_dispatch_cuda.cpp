@@ -1,5 +1,6 @@
 // CUDA entry points of the FP32 depthwise ops: validate, pick the kernel path for the shape, launch.
-// Paths (stride 1, C % 4 == 0, 16-byte aligned): the row-sliding kernel up to 3x3, the GEMV kernel beyond; direct
+// Paths (stride 1, C % 4 == 0, 16-byte aligned): the row-sliding kernel up to 3x3, the TMA-fed CUDA-core kernel at
+// 5x5, the GEMV kernel for the rest; direct
 // kernels otherwise. CNN_DWCONV_VERBOSE=1 logs the path chosen for each new (op, shape) on stderr, so no slow path
 // is ever taken silently.
 #include <cstdint>
@@ -47,16 +48,19 @@ GemvConfig gemv_config(const ConvGeometry& g) {
   return forced ? *forced : gemv_config_for(g);
 }
 
-// CNN_DWCONV_F32_PATH=tma: the TMA-fed CUDA-core kernel (forced-only until measured).
+// The TMA-fed CUDA-core kernel where it was measured faster than the GEMV kernel (5x5: tma_cc_default_for), or
+// where CNN_DWCONV_F32_PATH=tma forces it.
 bool use_tma(const ConvGeometry& g) {
-  if (forced_f32_path() != "tma") return false;
+  const std::string& forced = forced_f32_path();
+  if (forced == "auto") return tma_cc_default_for(g, false);
+  if (forced != "tma") return false;
   CNN_CHECK(tma_cc_f32_supports(g), "CNN_DWCONV_F32_PATH=tma: needs sm_90 and FW <= ", kTmaCcMaxFw,
             " with a window that fits shared memory, got F=", g.fh, "x", g.fw);
   return true;
 }
 
 std::string forward_style_path(const char* op, const ConvGeometry& g) {
-  if (use_tma(g)) return tma_cc_f32_describe(g, tma_cc_lane_bytes());
+  if (use_tma(g)) return tma_cc_f32_describe(g, tma_cc_config(g, false));
   if (use_vslide(g)) return str_cat(op, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
   return dwconv_gemv_path_name(g, gemv_config(g));
 }
@@ -64,7 +68,7 @@ std::string forward_style_path(const char* op, const ConvGeometry& g) {
 void run_forward_style(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                        cudaStream_t stream) {
   if (use_tma(g))
-    launch_dwconv_tma_cc_f32(src, w, bias, dst, g, tma_cc_lane_bytes(), stream);
+    launch_dwconv_tma_cc_f32(src, w, bias, dst, g, tma_cc_config(g, false), stream);
   else if (use_vslide(g))
     launch_dwconv_vslide_f32(src, w, bias, dst, g, stream);
   else

@@ -1,8 +1,8 @@
 // CUDA entry points of the FP16 depthwise ops: validate, pick the kernel path for the shape, launch. Paths:
 // tensor-core Flash-DWC-T (stride 1, C % 8 == 0, 16-byte aligned, FW > 3: the register-reuse kernel up to FW 64,
-// T<theta> beyond), the CUDA-core FP16 kernel for FW <= 5,
-// generic direct kernels otherwise; backward-filter on CUDA cores (choose_bfc: the register-tile kernel shared with
-// FP32 above 3x3, the FP16 tiled kernel at 3x3 and below, the row-warp kernel for what neither takes; both
+// T<theta> beyond), CUDA-core FP16 kernels for FW <= 5 (the TMA-fed one at 3x3 and 5x5), generic direct kernels
+// otherwise; backward-filter on CUDA cores (choose_bfc: the register-tile kernel shared with FP32 above 3x3 and at
+// stride > 1, the FP16 tiled kernel at stride-1 3x3 and below, the row-warp kernel for what neither takes; both
 // accumulation modes on each). CNN_DWCONV_VERBOSE=1 logs each new choice.
 #include <cstdint>
 
@@ -61,7 +61,8 @@ std::string bfc_path_name(BfcPath path, const DwconvParams& p, BfcAccum accum) {
 }
 
 // Tensor cores pay off once a filter row has more than 3 taps (the source measured CUDA cores competitive only at
-// 3x3, where both are memory-bound); narrower rows run the CUDA-core FP16 kernel. Up to kTcRingMaxFw taps the
+// 3x3, where both are memory-bound); narrower rows run a CUDA-core FP16 kernel: the TMA-fed one on the shapes where
+// it was measured faster (3x3, 5x5: tma_cc_default_for), the register kernel on the others. Up to kTcRingMaxFw taps the
 // register-reuse kernel runs (fewer shared-memory bytes per MMA than the T kernels); wider rows take T<theta>.
 F16Path choose(const ConvGeometry& g, bool aligned) {
   if (g.stride_h != 1 || g.stride_w != 1 || g.c % 8 != 0 || !aligned) return F16Path::direct;
@@ -80,6 +81,7 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
     CNN_CHECK(g.fw <= kCcMaxFw, "CNN_DWCONV_F16_PATH=cc: FW must be <= ", kCcMaxFw, ", got ", g.fw);
     return F16Path::cuda_core;
   }
+  if (forced == "auto" && tma_cc_default_for(g, true)) return F16Path::tma_cc;
   if (g.fw <= kCcMaxFw) return F16Path::cuda_core;
   return g.fw <= kTcRingMaxFw ? F16Path::tc_ring : F16Path::tensor_core;
 }
@@ -100,7 +102,7 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
       return str_cat(op, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / groups, "x", 8 * groups);
     }
     case F16Path::tma_cc:
-      return tma_cc_f16_describe(g, tma_cc_lane_bytes());
+      return tma_cc_f16_describe(g, tma_cc_config(g, true));
     case F16Path::direct:
       break;
   }
@@ -121,7 +123,7 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
       return;
     case F16Path::tma_cc:
-      launch_dwconv_tma_cc_f16(src, w, bias, dst, g, tma_cc_lane_bytes(), stream);
+      launch_dwconv_tma_cc_f16(src, w, bias, dst, g, tma_cc_config(g, true), stream);
       return;
     case F16Path::direct:
       launch_dwconv_direct_f16_forward(src, w, bias, dst, g, g.c % 8 == 0 && aligned, stream);

@@ -109,6 +109,7 @@ struct TmaArgs {
   int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
+  int contiguous;  // 1: each block takes a contiguous range of tiles; 0: every gridDim.x-th
 };
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
@@ -218,8 +219,15 @@ __global__ void __launch_bounds__(L::kThreads, 3) dwconv_tma_cc_kernel(const __g
   extern __shared__ __align__(128) unsigned char smem[];
   float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
-  const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
-  const int my_tiles = first < a.tiles ? (a.tiles - first - 1) / step + 1 : 0;
+  // This block's tiles: one contiguous range (a block crosses at most a slice boundary or two, so it reloads its
+  // filter rarely even where a slice holds few tiles) or every gridDim.x-th tile.
+  const int block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+  int first = block, step = grid, my_tiles = block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0;
+  if (a.contiguous) {
+    first = static_cast<int>(1LL * block * a.tiles / grid);
+    my_tiles = static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first;
+    step = 1;
+  }
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
@@ -337,18 +345,20 @@ bool supports(const ConvGeometry& g) {
 }
 
 template <class L>
-std::string describe(const ConvGeometry& g, const char* dtype) {
+std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM,
-                 " BN=", L::kBN, " lane=", L::kBytesPerLane, "B stages=", kStages);
+                 " BN=", L::kBN, " lane=", L::kBytesPerLane, "B stages=", kStages,
+                 cfg.contiguous ? " tiles=contiguous" : " tiles=strided");
 }
 
 template <class L>
 void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias,
-            typename L::Elem* dst, const ConvGeometry& g, cudaStream_t stream) {
+            typename L::Elem* dst, const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
   CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>, " == 0, FW <= ", kTmaCcMaxFw,
             " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c, " F=", g.fh, "x", g.fw,
             " stride ", g.stride_h, "x", g.stride_w);
-  TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0};
+  TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
+  a.contiguous = cfg.contiguous ? 1 : 0;
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + kTM - 1) / kTM;
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
@@ -374,28 +384,38 @@ decltype(auto) with_lane(int lane_bytes, F&& f) {
 
 }  // namespace
 
-int tma_cc_lane_bytes() {
-  static const int bytes = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"}) == "8" ? 8 : 16;
-  return bytes;
+bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
+  const bool square = g.fh == g.fw;
+  const bool measured = f16 ? square && (g.fw == 3 || g.fw == 5) : square && g.fw == 5;
+  return measured && (f16 ? tma_cc_f16_supports(g) : tma_cc_f32_supports(g));
+}
+
+TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
+  static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
+  static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "contiguous", "strided"});
+  TmaCcConfig cfg;
+  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 ? (g.fw <= 3 ? 8 : 16) : (g.fw >= 5 ? 8 : 16));
+  cfg.contiguous = order != "strided";
+  return cfg;
 }
 
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
-std::string tma_cc_f16_describe(const ConvGeometry& g, int lane_bytes) {
-  return with_lane<__half>(lane_bytes, [&](auto l) { return describe<decltype(l)>(g, " f16"); });
+std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
+  return with_lane<__half>(cfg.lane_bytes, [&](auto l) { return describe<decltype(l)>(g, cfg, " f16"); });
 }
-std::string tma_cc_f32_describe(const ConvGeometry& g, int lane_bytes) {
-  return with_lane<float>(lane_bytes, [&](auto l) { return describe<decltype(l)>(g, ""); });
+std::string tma_cc_f32_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
+  return with_lane<float>(cfg.lane_bytes, [&](auto l) { return describe<decltype(l)>(g, cfg, ""); });
 }
 
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                              const ConvGeometry& g, int lane_bytes, cudaStream_t stream) {
-  with_lane<__half>(lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, stream); });
+                              const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
+  with_lane<__half>(cfg.lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
 }
 
 void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                              int lane_bytes, cudaStream_t stream) {
-  with_lane<float>(lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, stream); });
+                              const TmaCcConfig& cfg, cudaStream_t stream) {
+  with_lane<float>(cfg.lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
 }
 
 }  // namespace cnn::dwconv

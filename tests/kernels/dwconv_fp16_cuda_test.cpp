@@ -199,7 +199,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 10; ++variant) {
+    for (int variant = 0; variant < 12; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
       if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
@@ -215,10 +215,10 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
       } else if (variant >= 8) {
-        const int lane_bytes = variant == 8 ? 16 : 8;
-        what = "cuda-core tma lane=" + std::to_string(lane_bytes);
-        launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, lane_bytes, nullptr);
-        launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, lane_bytes, nullptr);
+        const TmaCcConfig cfg{variant % 2 == 0 ? 16 : 8, variant < 10};
+        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + (cfg.contiguous ? " contiguous" : " strided");
+        launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
+        launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
       } else if (variant >= 5) {
         const int q = 1 << (variant - 5);
         what = "tc-ring Q" + std::to_string(q);
@@ -442,6 +442,24 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
            same(2, 40, 70, 136, 7, 7),                     // OW = 70: runs split across warp segments
        })
     check_bfc_tile_f16(k, seed++);
+}
+
+// Forward and backward-data take the TMA-fed kernel where it was measured faster (3x3 with 8-byte lanes, 5x5 with
+// 16-byte lanes), the other kernels elsewhere.
+TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
+  CNN_REQUIRE_GPU();
+  const auto path_of = [](DwconvOp op, const Case& k) { return dwconv_path_name(op, k.params(), DType::f16); };
+  if (!tma_cc_f16_supports(forward_geometry(same(1, 17, 34, 72, 3, 3).params()))) GTEST_SKIP() << "needs sm_90";
+  for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x8 BN=64 lane=8B"),
+              std::string::npos)
+        << path_of(op, same(1, 17, 34, 72, 3, 3));
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=16B"),
+              std::string::npos)
+        << path_of(op, same(1, 17, 34, 72, 5, 5));
+    for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7), same(1, 17, 34, 12, 3, 3)})
+      EXPECT_EQ(path_of(op, k).find("tma"), std::string::npos) << path_of(op, k);
+  }
 }
 
 // The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel when C % 8 == 0 at

@@ -294,14 +294,14 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 5, 1, 1, 1, 0, 4, 0},
                         Case{1, 35, 17, 40, 5, 4, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5)}) {
-    for (const int lane_bytes : {16, 8}) {
-      check_forward_style_kernel(k, seed, "tma lane=" + std::to_string(lane_bytes),
-                                 [&](const float* src, const float* w, const float* b, float* dst,
-                                     const ConvGeometry& g) {
-                                   ASSERT_TRUE(tma_cc_f32_supports(g))
-                                       << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
-                                   launch_dwconv_tma_cc_f32(src, w, b, dst, g, lane_bytes, nullptr);
-                                 });
+    for (const TmaCcConfig cfg : {TmaCcConfig{16, true}, TmaCcConfig{8, true}, TmaCcConfig{16, false},
+                                  TmaCcConfig{8, false}}) {
+      const std::string what = "tma lane=" + std::to_string(cfg.lane_bytes) + (cfg.contiguous ? " contiguous" : " strided");
+      check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
+                                                    const ConvGeometry& g) {
+        ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
+        launch_dwconv_tma_cc_f32(src, w, b, dst, g, cfg, nullptr);
+      });
     }
     ++seed;
   }
@@ -310,6 +310,14 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
   EXPECT_FALSE(supported(same(1, 17, 34, 6, 3, 3)));                     // C % 4 != 0
   EXPECT_FALSE(supported(same(1, 17, 34, 72, 7, 7)));                    // FW > 5
   EXPECT_FALSE(supported(same(1, 300, 34, 72, 201, 5)));                 // window over the shared memory
+  // The dispatcher takes it at 5x5 (8-byte lanes), where it was measured faster than the GEMV kernel; 3x3 keeps the
+  // row-sliding kernel.
+  for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
+    const std::string five = dwconv_path_name(op, params_of(same(1, 17, 34, 72, 5, 5)));
+    const std::string three = dwconv_path_name(op, params_of(same(1, 17, 34, 72, 3, 3)));
+    EXPECT_NE(five.find("cuda-core tma FW=5 tile=16x8 BN=32 lane=8B"), std::string::npos) << five;
+    EXPECT_NE(three.find("vslide"), std::string::npos) << three;
+  }
 }
 
 TEST(DwconvCudaEntry, ParseGemvConfig) {
