@@ -86,15 +86,21 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
 // ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
 // check alignment), a window ring within the shared memory of a block.
 inline constexpr int kTmaCcMaxFw = 5;
+// Which tiles a persistent block takes. sliced: one group of blocks per 128-byte channel slice, each group striding
+// through its slice (neighbouring tiles run at once, one filter load per block; contiguous when there are fewer
+// blocks than slices); contiguous: one range per block; strided: every gridDim.x-th tile of the whole tensor.
+enum class TmaTileOrder { sliced, contiguous, strided };
+const char* tma_tile_order_name(TmaTileOrder order);
 struct TmaCcConfig {
-  int lane_bytes = 16;     // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
-  bool contiguous = true;  // each block a contiguous range of tiles (else every gridDim.x-th tile)
+  int lane_bytes = 16;  // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
+  TmaTileOrder order = TmaTileOrder::sliced;
 };
 // The shapes where the dispatchers default to it, as measured on the H200 (docs/perf/dwconv-fp16-h200.md, eighth
 // session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
 bool tma_cc_default_for(const ConvGeometry& g, bool f16);
-// Measured lane widths (FP16: 8 bytes up to FW 3, 16 above; FP32: 8 bytes from FW 5), contiguous tiles;
-// CNN_DWCONV_TMA_LANE = auto | 16 | 8 and CNN_DWCONV_TMA_TILES = auto | contiguous | strided override (A/B runs).
+// Measured lane widths (FP16: 8 bytes up to FW 3, 16 above; FP32: 8 bytes from FW 5), sliced tile order;
+// CNN_DWCONV_TMA_LANE = auto | 16 | 8 and CNN_DWCONV_TMA_TILES = auto | sliced | contiguous | strided override them
+// (A/B runs).
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);

@@ -109,7 +109,7 @@ struct TmaArgs {
   int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
-  int contiguous;  // 1: each block takes a contiguous range of tiles; 0: every gridDim.x-th
+  int order;  // TmaTileOrder
 };
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
@@ -137,6 +137,30 @@ __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   p.n = t % a.n;
   p.c0 = (t / a.n) * L::kBN;
   return p;
+}
+
+// This block's tiles: first, first + step, ... (count of them).
+struct TileRange {
+  int first, step, count;
+};
+template <class L>
+__device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
+  const int block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+  const int per_slice = a.n * a.tiles_h * a.tiles_w, slices = a.tiles / per_slice;
+  if (a.order == static_cast<int>(TmaTileOrder::sliced) && grid >= slices) {
+    // The blocks split into one group per slice (sizes differ by at most one); a group walks its slice with the
+    // group's stride, so its blocks run neighbouring tiles at once (shared halos in L2) and load the filter once.
+    const int s = static_cast<int>(1LL * block * slices / grid);
+    const int lo = static_cast<int>((1LL * s * grid + slices - 1) / slices);
+    const int hi = static_cast<int>((1LL * (s + 1) * grid + slices - 1) / slices);
+    const int rank = block - lo, size = hi - lo;
+    return {s * per_slice + rank, size, rank < per_slice ? (per_slice - rank - 1) / size + 1 : 0};
+  }
+  if (a.order != static_cast<int>(TmaTileOrder::strided)) {  // contiguous, or sliced with fewer blocks than slices
+    const int first = static_cast<int>(1LL * block * a.tiles / grid);
+    return {first, 1, static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first};
+  }
+  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -219,15 +243,8 @@ __global__ void __launch_bounds__(L::kThreads, 3) dwconv_tma_cc_kernel(const __g
   extern __shared__ __align__(128) unsigned char smem[];
   float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
-  // This block's tiles: one contiguous range (a block crosses at most a slice boundary or two, so it reloads its
-  // filter rarely even where a slice holds few tiles) or every gridDim.x-th tile.
-  const int block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
-  int first = block, step = grid, my_tiles = block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0;
-  if (a.contiguous) {
-    first = static_cast<int>(1LL * block * a.tiles / grid);
-    my_tiles = static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first;
-    step = 1;
-  }
+  const TileRange range = tile_range(a);
+  const int first = range.first, step = range.step, my_tiles = range.count;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
@@ -348,7 +365,7 @@ template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM,
                  " BN=", L::kBN, " lane=", L::kBytesPerLane, "B stages=", kStages,
-                 cfg.contiguous ? " tiles=contiguous" : " tiles=strided");
+                 " tiles=", tma_tile_order_name(cfg.order));
 }
 
 template <class L>
@@ -358,7 +375,7 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
             " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c, " F=", g.fh, "x", g.fw,
             " stride ", g.stride_h, "x", g.stride_w);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
-  a.contiguous = cfg.contiguous ? 1 : 0;
+  a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + kTM - 1) / kTM;
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
@@ -384,6 +401,14 @@ decltype(auto) with_lane(int lane_bytes, F&& f) {
 
 }  // namespace
 
+const char* tma_tile_order_name(TmaTileOrder order) {
+  switch (order) {
+    case TmaTileOrder::sliced: return "sliced";
+    case TmaTileOrder::contiguous: return "contiguous";
+    default: return "strided";
+  }
+}
+
 bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
   const bool square = g.fh == g.fw;
   const bool measured = f16 ? square && (g.fw == 3 || g.fw == 5) : square && g.fw == 5;
@@ -392,10 +417,12 @@ bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
 
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
-  static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "contiguous", "strided"});
+  static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided"});
   TmaCcConfig cfg;
   cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 ? (g.fw <= 3 ? 8 : 16) : (g.fw >= 5 ? 8 : 16));
-  cfg.contiguous = order != "strided";
+  cfg.order = order == "strided"      ? TmaTileOrder::strided
+              : order == "contiguous" ? TmaTileOrder::contiguous
+                                      : TmaTileOrder::sliced;
   return cfg;
 }
 

@@ -185,21 +185,23 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
   uint64_t seed = 9100;
   // Filter widths cover every fragment count of the ring kernel (gamma = ceil(FW/8) = 1..8); heights > 16 give
   // several row tiles, C = 72 and 24 leave a partial 16-channel block, odd paddings crop or extend; C = 136 and 200
-  // leave a partial 64-channel slice of the CUDA-core kernels, asymmetric padding puts TMA boxes past either edge.
+  // leave a partial 64-channel slice of the CUDA-core kernels, asymmetric padding puts TMA boxes past either edge;
+  // the last shape has more tiles than the TMA kernel has blocks, so each block walks several.
   for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(2, 13, 70, 64, 9, 9), same(1, 9, 20, 8, 29, 29),
                         same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 128, 5, 51), same(1, 17, 34, 72, 2, 2),
                         Case{1, 17, 34, 72, 3, 10, 1, 1, 4, 0, 0, 12}, same(1, 40, 45, 24, 17, 17),
                         same(1, 21, 50, 16, 7, 40), Case{2, 35, 29, 32, 13, 47, 1, 1, 2, 9, 30, 1},
                         same(1, 19, 66, 8, 61, 61), same(1, 23, 9, 16, 31, 31),
                         same(2, 17, 34, 72, 4, 4), same(1, 20, 41, 136, 5, 5),
-                        Case{3, 21, 19, 64, 5, 3, 1, 1, 0, 4, 2, 0}, same(2, 35, 70, 200, 1, 1)}) {
+                        Case{3, 21, 19, 64, 5, 3, 1, 1, 0, 4, 2, 0}, same(2, 35, 70, 200, 1, 1),
+                        same(4, 64, 64, 200, 3, 3)}) {
     const DwconvParams p = k.params();
     const HalfData d = f16test::make_data(p, seed++);
     const f16test::References ref = f16test::references(p, d);
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 12; ++variant) {
+    for (int variant = 0; variant < 14; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
       if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
@@ -215,8 +217,9 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
       } else if (variant >= 8) {
-        const TmaCcConfig cfg{variant % 2 == 0 ? 16 : 8, variant < 10};
-        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + (cfg.contiguous ? " contiguous" : " strided");
+        constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
+        const TmaCcConfig cfg{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2]};
+        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " " + tma_tile_order_name(cfg.order);
         launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
         launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
       } else if (variant >= 5) {

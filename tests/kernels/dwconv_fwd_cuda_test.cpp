@@ -293,15 +293,20 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         same(1, 1, 1, 8, 3, 3), same(1, 1, 9, 16, 1, 3), same(1, 9, 1, 16, 3, 1),
                         Case{1, 18, 19, 24, 3, 2, 1, 1, 0, 2, 1, 0}, Case{2, 16, 16, 8, 2, 5, 1, 1, 1, 0, 4, 0},
                         Case{1, 35, 17, 40, 5, 4, 1, 1, 0, 0, 0, 0}, Case{1, 6, 7, 8, 3, 3, 1, 1, 3, 3, 3, 3},
-                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5)}) {
-    for (const TmaCcConfig cfg : {TmaCcConfig{16, true}, TmaCcConfig{8, true}, TmaCcConfig{16, false},
-                                  TmaCcConfig{8, false}}) {
-      const std::string what = "tma lane=" + std::to_string(cfg.lane_bytes) + (cfg.contiguous ? " contiguous" : " strided");
-      check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
-                                                    const ConvGeometry& g) {
-        ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
-        launch_dwconv_tma_cc_f32(src, w, b, dst, g, cfg, nullptr);
-      });
+                        same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5), same(1, 2, 8, 12800, 3, 3)}) {
+    // (3, 40, 37, 1032): more tiles than blocks, so blocks walk several; (1, 2, 8, 12800): more 32-channel slices
+    // (400) than an H200 has blocks of this kernel (396), so the sliced order falls back to contiguous ranges.
+    for (const TmaTileOrder order : {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided}) {
+      for (const int lane_bytes : {16, 8}) {
+        const TmaCcConfig cfg{lane_bytes, order};
+        const std::string what = "tma lane=" + std::to_string(lane_bytes) + " " + tma_tile_order_name(order);
+        check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
+                                                      const ConvGeometry& g) {
+          ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x"
+                                              << g.fw;
+          launch_dwconv_tma_cc_f32(src, w, b, dst, g, cfg, nullptr);
+        });
+      }
     }
     ++seed;
   }
