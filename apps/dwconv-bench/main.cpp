@@ -61,7 +61,10 @@ void print_header(const BenchOptions& opts) {
                               check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
                     : std::string())
             << (opts.check ? "" : " (check off)")
-            << (!opts.cudnn ? "; cuDNN off" : opts.cudnn_engines ? "; cuDNN legacy algorithms + backend engines" : "")
+            << (!opts.cudnn                               ? "; cuDNN off"
+                : opts.cudnn_engines && opts.cudnn_legacy ? "; cuDNN legacy algorithms + backend engines"
+                : opts.cudnn_engines                      ? "; cuDNN backend engines (legacy algorithms off)"
+                                                          : "; cuDNN legacy algorithms")
             << '\n';
 }
 

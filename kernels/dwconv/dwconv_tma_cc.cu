@@ -15,9 +15,9 @@
 // TMA's zero fill of out-of-bounds boxes (negative coordinates included), and a thread's inner loop is shared-memory
 // loads, conversions and FMAs only.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,9 +37,9 @@
 namespace cnn::dwconv {
 namespace {
 
-constexpr int kRows = 16;     // output rows per tile
-constexpr int kTM = 8;        // output columns per tile and thread
-constexpr int kStages = 3;    // tiles in flight per block: the one computed and two prefetched
+constexpr int kRows = 16;                // output rows per tile
+constexpr int kTM = 8;                   // output columns per tile and thread
+constexpr int kStages = 3;               // tiles in flight per block: the one computed and two prefetched
 constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
 
@@ -57,7 +57,8 @@ struct Lane {
   static constexpr int kThreads = kLanes * kRows;
   static constexpr int kBN = kSliceBytes / static_cast<int>(sizeof(T));  // channels of one slice
   static constexpr int kBytesPerLane = kBytes;
-  static constexpr CUtensorMapDataType kMapType = kHalf ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  static constexpr CUtensorMapDataType kMapType =
+      kHalf ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   __device__ static void widen(const Vec v, float (&f)[kCpl]) {
     const unsigned* w = reinterpret_cast<const unsigned*>(&v);
 #pragma unroll
@@ -86,8 +87,10 @@ struct Lane {
     return v;
   }
   __device__ static float to_float(T v) {
-    if constexpr (kHalf) return __half2float(v);
-    else return v;
+    if constexpr (kHalf)
+      return __half2float(v);
+    else
+      return v;
   }
 };
 
@@ -114,7 +117,9 @@ struct TmaArgs {
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
 template <class L>
-size_t filter_bytes(int fh, int fw) { return size_t(fh) * fw * L::kBN * sizeof(float); }
+size_t filter_bytes(int fh, int fw) {
+  return size_t(fh) * fw * L::kBN * sizeof(float);
+}
 // [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
 // [tap][slice channels], then one mbarrier per stage.
 template <class L>
@@ -228,7 +233,8 @@ __device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* w
   for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += L::kThreads) {
     const int k = idx % kBn, tap = idx / kBn, i = tap / kFW, j = tap % kFW;
     const int si = a.flip ? a.fh - 1 - i : i, sj = a.flip ? kFW - 1 - j : j;
-    wsm[tap * kBn + filter_slot<L>(k)] = c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
+    wsm[tap * kBn + filter_slot<L>(k)] =
+        c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
   }
   const int ch = c0 + L::kCpl * (threadIdx.x % L::kLanes);
 #pragma unroll
@@ -237,8 +243,8 @@ __device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* w
 #endif
 
 template <class L, int kFW>
-__global__ void __launch_bounds__(L::kThreads, 3) dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src,
-                                                                    const TmaArgs<L> a) {
+__global__ void __launch_bounds__(L::kThreads, 3)
+    dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src, const TmaArgs<L> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char smem[];
   float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
@@ -257,8 +263,7 @@ __global__ void __launch_bounds__(L::kThreads, 3) dwconv_tma_cc_kernel(const __g
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
                                    static_cast<uint32_t>(a.stage_bytes));
     const int32_t coords[4] = {p.c0, p.ow0 - a.pad_l, p.oh0 - a.pad_t, p.n};
-    ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem + s * a.stage_bytes, &src, coords,
-                              &full[s]);
+    ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem + s * a.stage_bytes, &src, coords, &full[s]);
   };
   if (threadIdx.x == 0)
     for (int k = 0; k < kStages - 1 && k < my_tiles; ++k) issue(k);
@@ -287,11 +292,16 @@ using TmaKernel = void (*)(const CUtensorMap, const TmaArgs<L>);
 template <class L>
 TmaKernel<L> kernel_for(int fw) {
   switch (fw) {
-    case 1: return dwconv_tma_cc_kernel<L, 1>;
-    case 2: return dwconv_tma_cc_kernel<L, 2>;
-    case 3: return dwconv_tma_cc_kernel<L, 3>;
-    case 4: return dwconv_tma_cc_kernel<L, 4>;
-    default: return dwconv_tma_cc_kernel<L, 5>;
+    case 1:
+      return dwconv_tma_cc_kernel<L, 1>;
+    case 2:
+      return dwconv_tma_cc_kernel<L, 2>;
+    case 3:
+      return dwconv_tma_cc_kernel<L, 3>;
+    case 4:
+      return dwconv_tma_cc_kernel<L, 4>;
+    default:
+      return dwconv_tma_cc_kernel<L, 5>;
   }
 }
 
@@ -340,8 +350,7 @@ int blocks_per_sm(int fw, int fh, int device) {
   CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
   int blocks = 0;
   CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
-  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw,
-            ")");
+  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw, ")");
   cache.emplace(key, blocks);
   return blocks;
 }
@@ -363,17 +372,16 @@ bool supports(const ConvGeometry& g) {
 
 template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
-  return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM,
-                 " BN=", L::kBN, " lane=", L::kBytesPerLane, "B stages=", kStages,
-                 " tiles=", tma_tile_order_name(cfg.order));
+  return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM, " BN=", L::kBN,
+                 " lane=", L::kBytesPerLane, "B stages=", kStages, " tiles=", tma_tile_order_name(cfg.order));
 }
 
 template <class L>
-void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias,
-            typename L::Elem* dst, const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
-  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>, " == 0, FW <= ", kTmaCcMaxFw,
-            " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c, " F=", g.fh, "x", g.fw,
-            " stride ", g.stride_h, "x", g.stride_w);
+void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias, typename L::Elem* dst,
+            const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
+  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>,
+            " == 0, FW <= ", kTmaCcMaxFw, " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c,
+            " F=", g.fh, "x", g.fw, " stride ", g.stride_h, "x", g.stride_w);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
   a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
@@ -403,9 +411,12 @@ decltype(auto) with_lane(int lane_bytes, F&& f) {
 
 const char* tma_tile_order_name(TmaTileOrder order) {
   switch (order) {
-    case TmaTileOrder::sliced: return "sliced";
-    case TmaTileOrder::contiguous: return "contiguous";
-    default: return "strided";
+    case TmaTileOrder::sliced:
+      return "sliced";
+    case TmaTileOrder::contiguous:
+      return "contiguous";
+    default:
+      return "strided";
   }
 }
 
