@@ -2,11 +2,12 @@
 // fed by the Tensor Memory Accelerator, FP16 or FP32 data, FP32 accumulation. NHWC, stride 1, 16-byte aligned
 // tensors, C % 8 == 0 (FP16) or C % 4 == 0 (FP32), sm_90.
 //
-// Persistent blocks walk tiles of 16 output rows x 8 columns x one 128-byte channel slice (64 halves or 32 floats).
-// Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1) positions of the slice, kStages - 1
-// tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when its bytes have landed. Thread =
-// one 16-byte lane (8 halves or 4 floats) x the 8 outputs of one tile row. The filter of the block's slice sits in
-// shared memory as FP32 (rotated for backward-data), the bias in registers.
+// Persistent blocks walk tiles of 16 output rows x 8 columns x one 128-byte channel slice (64 halves or 32 floats),
+// in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1)
+// positions of the slice, kStages - 1 tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when
+// its bytes have landed. Thread = one lane of 16 or 8 bytes of channels (TmaCcConfig::lane_bytes) x the 8 outputs of
+// one tile row. The filter of the block's slice sits in shared memory as FP32 (rotated for backward-data), the bias
+// in registers.
 //
 // Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
 // 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
