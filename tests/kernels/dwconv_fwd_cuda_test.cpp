@@ -280,7 +280,6 @@ TEST(DwconvGpu, VslideKernelMatchesReference) {
   EXPECT_FALSE(supported(same(1, 17, 34, 72, 3, 5)));                    // FW > 3
 }
 
-// CNN_DWCONV_F32_GEMV's parser: TM first, then ring / whole at most once each; anything else names the variable.
 // The FP32 TMA-fed CUDA-core kernel (filters up to 5 wide), launched directly in both geometries: tiles of 16 rows
 // and 8 columns cut short, channel slices of 32 that C does not fill (C = 8, 72, 1032), several images, paddings
 // that crop or extend (the backward-data geometry, asymmetric cases: boxes past either edge, zero-filled by the TMA),
@@ -325,6 +324,7 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
   }
 }
 
+// CNN_DWCONV_F32_GEMV's parser: TM first, then ring / whole at most once each; anything else names the variable.
 TEST(DwconvCudaEntry, ParseGemvConfig) {
   const GemvConfig a = parse_gemv_config("16,ring,whole", "VAR");
   EXPECT_TRUE(a.tm == 16 && a.prefetch && a.whole_filter);
