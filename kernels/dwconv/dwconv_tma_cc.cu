@@ -33,6 +33,7 @@
 #endif
 
 #include "core/cuda_check.h"
+#include "kernels/common/half8.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
 namespace cnn::dwconv {
@@ -61,29 +62,22 @@ struct Lane {
   static constexpr CUtensorMapDataType kMapType =
       kHalf ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   __device__ static void widen(const Vec v, float (&f)[kCpl]) {
-    const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+    const auto& w = *reinterpret_cast<const unsigned(*)[kWords]>(&v);
+    if constexpr (kHalf) {
+      cuda::widen_halves(w, f);
+    } else {
 #pragma unroll
-    for (int k = 0; k < kWords; ++k) {
-      if constexpr (kHalf) {
-        const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
-        f[2 * k] = p.x, f[2 * k + 1] = p.y;
-      } else {
-        f[k] = __uint_as_float(w[k]);
-      }
+      for (int k = 0; k < kWords; ++k) f[k] = __uint_as_float(w[k]);
     }
   }
-  // Round to nearest even, once per value.
   __device__ static Vec narrow(const float (&f)[kCpl]) {
     Vec v;
-    unsigned* w = reinterpret_cast<unsigned*>(&v);
+    auto& w = *reinterpret_cast<unsigned(*)[kWords]>(&v);
+    if constexpr (kHalf) {
+      cuda::narrow_halves(f, w);  // round to nearest even, once per value
+    } else {
 #pragma unroll
-    for (int k = 0; k < kWords; ++k) {
-      if constexpr (kHalf) {
-        const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-        w[k] = *reinterpret_cast<const unsigned*>(&h);
-      } else {
-        w[k] = __float_as_uint(f[k]);
-      }
+      for (int k = 0; k < kWords; ++k) w[k] = __float_as_uint(f[k]);
     }
     return v;
   }
