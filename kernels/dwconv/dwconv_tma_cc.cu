@@ -329,10 +329,10 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
   return m;
 }
 
-// Resident blocks per SM of the kernel for (element, fw, fh) on the current device, measured once (the runtime's
-// occupancy query, after raising the kernel's dynamic shared-memory limit).
+// Blocks of the kernel for (element, fw, fh) resident at once on the whole device (SMs x the runtime's occupancy
+// query, after raising the kernel's dynamic shared-memory limit): the persistent grid, computed once per device.
 template <class L>
-int blocks_per_sm(int fw, int fh, int device) {
+int resident_blocks(int fw, int fh, int device) {
   static std::mutex mu;
   static std::map<std::tuple<int, int, int>, int> cache;
   const std::lock_guard<std::mutex> lock(mu);
@@ -346,8 +346,10 @@ int blocks_per_sm(int fw, int fh, int device) {
   int blocks = 0;
   CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
   CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw, ")");
-  cache.emplace(key, blocks);
-  return blocks;
+  int sms = 0;
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  cache.emplace(key, sms * blocks);
+  return sms * blocks;
 }
 
 // The tensor map's row stride must be a multiple of 16 bytes: C % 8 (FP16), C % 4 (FP32).
@@ -385,10 +387,9 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
   a.stage_bytes = static_cast<int>(stage_bytes(g.fh, g.fw));
-  int device = 0, sms = 0;
+  int device = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&device));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int grid = static_cast<int>(std::min<long long>(tiles, 1LL * sms * blocks_per_sm<L>(g.fw, g.fh, device)));
+  const int grid = static_cast<int>(std::min<long long>(tiles, resident_blocks<L>(g.fw, g.fh, device)));
   const CUtensorMap map = source_map<L>(src, g);
   kernel_for<L>(g.fw)<<<grid, L::kThreads, smem_bytes<L>(g.fh, g.fw), stream>>>(map, a);
   CNN_CHECK_LAUNCH("dwconv_tma_cc_kernel");
