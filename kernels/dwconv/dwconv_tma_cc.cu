@@ -33,6 +33,7 @@
 #endif
 
 #include "core/cuda_check.h"
+#include "kernels/common/fast_divmod.h"
 #include "kernels/common/half8.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
@@ -108,6 +109,9 @@ struct TmaArgs {
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
   int order;  // TmaTileOrder
+  // tiles_w, tiles_h, n as multiply-shift divisors: a division per digit, thread and tile cost ~100 instructions
+  // per thread and tile (12% of a 3x3 FP16 tile row).
+  cuda::FastDivmod div_w, div_h, div_n;
 };
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
@@ -127,39 +131,18 @@ size_t smem_bytes(int fh, int fw) {
 struct Tile {
   int c0, n, oh0, ow0;
 };
-// A tile index as digits (tile column, tile row, image, slice). The divisions run once per block; a block then
-// moves by its fixed step with an add-and-carry per digit (each digit of the step is below its radix), where a
-// division per digit and tile cost ~100 instructions per thread and tile, 12% of a 3x3 FP16 tile row.
-struct TileDigits {
-  int w, h, n, s;
-};
 template <class L>
-__device__ __forceinline__ TileDigits digits_of(const TmaArgs<L>& a, int t) {
-  TileDigits d;
-  d.w = t % a.tiles_w;
-  t /= a.tiles_w;
-  d.h = t % a.tiles_h;
-  t /= a.tiles_h;
-  d.n = t % a.n;
-  d.s = t / a.n;
-  return d;
-}
-template <class L>
-__device__ __forceinline__ void advance(const TmaArgs<L>& a, TileDigits& d, const TileDigits& step) {
-  d.w += step.w;
-  int carry = d.w >= a.tiles_w;
-  d.w -= carry ? a.tiles_w : 0;
-  d.h += step.h + carry;
-  carry = d.h >= a.tiles_h;
-  d.h -= carry ? a.tiles_h : 0;
-  d.n += step.n + carry;
-  carry = d.n >= a.n;
-  d.n -= carry ? a.n : 0;
-  d.s += step.s + carry;
-}
-template <class L>
-__device__ __forceinline__ Tile tile_of(const TileDigits& d) {
-  return {d.s * L::kBN, d.n, d.h * kRows, d.w * kTM};
+__device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
+  Tile p;
+  uint32_t r = 0;
+  uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
+  p.ow0 = static_cast<int>(r) * kTM;
+  q = a.div_h.divmod(q, r);
+  p.oh0 = static_cast<int>(r) * kRows;
+  q = a.div_n.divmod(q, r);
+  p.n = static_cast<int>(r);
+  p.c0 = static_cast<int>(q) * L::kBN;
+  return p;
 }
 
 // This block's tiles: first, first + step, ... (count of them).
@@ -268,20 +251,15 @@ __global__ void __launch_bounds__(L::kThreads, 3)
   float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
   const TileRange range = tile_range(a);
-  const int my_tiles = range.count;
+  const int first = range.first, step = range.step, my_tiles = range.count;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   __syncthreads();
-  const TileDigits step = digits_of(a, range.step);
-  TileDigits at = digits_of(a, range.first);  // the tile computed next
-  // Thread 0: the tile `ahead` steps past `at` into stage k % kStages, k = the tile's place in this block's list
-  // (the stage's previous use ended at a block barrier).
-  const auto issue = [&](int k, int ahead) {
-    TileDigits d = at;
-    for (int i = 0; i < ahead; ++i) advance(a, d, step);
-    const Tile p = tile_of<L>(d);
+  // Thread 0: the k-th tile of this block into stage k % kStages (its previous use ended at a block barrier).
+  const auto issue = [&](int k) {
+    const Tile p = tile_at(a, first + k * step);
     const int s = k % kStages;
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
                                    static_cast<uint32_t>(a.stage_bytes));
@@ -289,13 +267,12 @@ __global__ void __launch_bounds__(L::kThreads, 3)
     ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem + s * a.stage_bytes, &src, coords, &full[s]);
   };
   if (threadIdx.x == 0)
-    for (int k = 0; k < kStages - 1 && k < my_tiles; ++k) issue(k, k);
+    for (int k = 0; k < kStages - 1 && k < my_tiles; ++k) issue(k);
   int slice = -1;
   float b[L::kCpl];
   for (int k = 0; k < my_tiles; ++k) {
-    if (threadIdx.x == 0 && k + kStages - 1 < my_tiles) issue(k + kStages - 1, kStages - 1);
-    const Tile p = tile_of<L>(at);
-    advance(a, at, step);
+    if (threadIdx.x == 0 && k + kStages - 1 < my_tiles) issue(k + kStages - 1);
+    const Tile p = tile_at(a, first + k * step);
     if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
       load_slice<L, kFW>(a, p.c0, wsm, b);
       slice = p.c0;
@@ -412,6 +389,9 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + kTM - 1) / kTM;
+  a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
+  a.div_h = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_h));
+  a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
