@@ -109,9 +109,7 @@ struct TmaArgs {
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
   int order;  // TmaTileOrder
-  // tiles_w, tiles_h, n as multiply-shift divisors: a division per digit, thread and tile cost ~100 instructions
-  // per thread and tile (12% of a 3x3 FP16 tile row).
-  cuda::FastDivmod div_w, div_h, div_n;
+  cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
 };
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
@@ -131,17 +129,33 @@ size_t smem_bytes(int fh, int fw) {
 struct Tile {
   int c0, n, oh0, ow0;
 };
+// With 16-byte lanes a block has 4 warps and FP16 5x5 fits two blocks per SM: 8 warps cannot hide the ~20 dependent
+// instructions of each division, so the digits come from multiply-shift divisors (1.08-1.09x at FP16 5x5, ninth
+// session). 8-byte-lane blocks (8 warps, 2-3 per SM) keep the divisions: with the divisors they ran 0.96-1.01x (FP16
+// 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not understood.
+template <class L>
+constexpr bool kDivisorTiles = L::kThreads == 128;
+
 template <class L>
 __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   Tile p;
-  uint32_t r = 0;
-  uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
-  p.ow0 = static_cast<int>(r) * kTM;
-  q = a.div_h.divmod(q, r);
-  p.oh0 = static_cast<int>(r) * kRows;
-  q = a.div_n.divmod(q, r);
-  p.n = static_cast<int>(r);
-  p.c0 = static_cast<int>(q) * L::kBN;
+  if constexpr (kDivisorTiles<L>) {
+    uint32_t r = 0;
+    uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
+    p.ow0 = static_cast<int>(r) * kTM;
+    q = a.div_h.divmod(q, r);
+    p.oh0 = static_cast<int>(r) * kRows;
+    q = a.div_n.divmod(q, r);
+    p.n = static_cast<int>(r);
+    p.c0 = static_cast<int>(q) * L::kBN;
+  } else {
+    p.ow0 = (t % a.tiles_w) * kTM;
+    t /= a.tiles_w;
+    p.oh0 = (t % a.tiles_h) * kRows;
+    t /= a.tiles_h;
+    p.n = t % a.n;
+    p.c0 = (t / a.n) * L::kBN;
+  }
   return p;
 }
 
