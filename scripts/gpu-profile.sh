@@ -2,7 +2,8 @@
 # Nsight Compute report of one depthwise kernel on the GPU machine: runs dwconv-bench for one point under ncu and
 # keeps the report of one launch (after the benchmark's warm-up) with the sections that say why a kernel is slow:
 # speed of light, occupancy, scheduler and warp-state statistics (stall reasons), instruction mix, memory traffic
-# and source counters (the SASS lines where warps stall).
+# and source counters (the SASS lines where warps stall), and the average warps stalled per issue for each stall
+# reason (what the latency is spent on).
 # usage: scripts/gpu-profile.sh [--cudnn] LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
 #        scripts/gpu-profile.sh --list LABEL [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
 #   e.g. scripts/gpu-profile.sh ring13 tc_ring -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 13
@@ -76,6 +77,7 @@ env "${envs[@]}" "$ncu" --clock-control none --kernel-name "regex:$regex" --laun
   --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
   --section WarpStateStats --section InstructionStats --section ComputeWorkloadAnalysis \
   --section MemoryWorkloadAnalysis --section SourceCounters \
+  --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
   "$bundle/bin/dwconv-bench" "${cudnn_args[@]}" --no-check --warmup 1 --reps 3 "$@" > "$report.tmp" 2>&1
 rc=$?
 mv "$report.tmp" "$report"

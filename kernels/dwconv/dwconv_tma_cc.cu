@@ -33,6 +33,7 @@
 #endif
 
 #include "core/cuda_check.h"
+#include "kernels/common/fast_divmod.h"
 #include "kernels/common/half8.cuh"
 #include "kernels/dwconv/dwconv_cuda_internal.h"
 
@@ -108,6 +109,7 @@ struct TmaArgs {
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
   int order;  // TmaTileOrder
+  cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
 };
 
 size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
@@ -127,15 +129,33 @@ size_t smem_bytes(int fh, int fw) {
 struct Tile {
   int c0, n, oh0, ow0;
 };
+// With 16-byte lanes a block has 4 warps and FP16 5x5 fits two blocks per SM: 8 warps cannot hide the ~20 dependent
+// instructions of each division, so the digits come from multiply-shift divisors (1.08-1.09x at FP16 5x5, ninth
+// session). 8-byte-lane blocks (8 warps, 2-3 per SM) keep the divisions: with the divisors they ran 0.96-1.01x (FP16
+// 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not understood.
+template <class L>
+constexpr bool kDivisorTiles = L::kThreads == 128;
+
 template <class L>
 __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   Tile p;
-  p.ow0 = (t % a.tiles_w) * kTM;
-  t /= a.tiles_w;
-  p.oh0 = (t % a.tiles_h) * kRows;
-  t /= a.tiles_h;
-  p.n = t % a.n;
-  p.c0 = (t / a.n) * L::kBN;
+  if constexpr (kDivisorTiles<L>) {
+    uint32_t r = 0;
+    uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
+    p.ow0 = static_cast<int>(r) * kTM;
+    q = a.div_h.divmod(q, r);
+    p.oh0 = static_cast<int>(r) * kRows;
+    q = a.div_n.divmod(q, r);
+    p.n = static_cast<int>(r);
+    p.c0 = static_cast<int>(q) * L::kBN;
+  } else {
+    p.ow0 = (t % a.tiles_w) * kTM;
+    t /= a.tiles_w;
+    p.oh0 = (t % a.tiles_h) * kRows;
+    t /= a.tiles_h;
+    p.n = t % a.n;
+    p.c0 = (t / a.n) * L::kBN;
+  }
   return p;
 }
 
@@ -383,6 +403,9 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + kTM - 1) / kTM;
+  a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
+  a.div_h = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_h));
+  a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
