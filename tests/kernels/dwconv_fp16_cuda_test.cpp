@@ -201,7 +201,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 14; ++variant) {
+    for (int variant = 0; variant < 17; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
       if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
@@ -217,9 +217,12 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
       } else if (variant >= 8) {
+        // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread.
         constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
-        const TmaCcConfig cfg{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2]};
-        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " " + tma_tile_order_name(cfg.order);
+        const TmaCcConfig cfg = variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
+                                             : TmaCcConfig{8, kOrders[variant - 14], 2};
+        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " rows=" + std::to_string(cfg.rows_per_thread) +
+               " " + tma_tile_order_name(cfg.order);
         launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
         launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
       } else if (variant >= 5) {
