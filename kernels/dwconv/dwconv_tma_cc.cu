@@ -60,7 +60,7 @@ struct Lane {
   static constexpr int kWords = kBytes / 4;
   static constexpr int kLanes = kSliceBytes / kBytes;  // lanes of one slice
   static constexpr int kRowsPerThread = kRpt;
-  static_assert(kRows % kRpt == 0, "a tile's rows split evenly over its threads");
+  static_assert(kRpt == 1 || kRpt == 2, "one or two output rows per thread");
   static constexpr int kThreads = kLanes * kRows / kRpt;
   static constexpr int kBN = kSliceBytes / static_cast<int>(sizeof(T));  // channels of one slice
   static constexpr int kBytesPerLane = kBytes;
@@ -133,10 +133,11 @@ size_t smem_bytes(int fh, int fw) {
 struct Tile {
   int c0, n, oh0, ow0;
 };
-// With 16-byte lanes a block has 4 warps and FP16 5x5 fits two blocks per SM: 8 warps cannot hide the ~20 dependent
-// instructions of each division, so the digits come from multiply-shift divisors (1.08-1.09x at FP16 5x5, ninth
-// session). 8-byte-lane blocks (8 warps, 2-3 per SM) keep the divisions: with the divisors they ran 0.96-1.01x (FP16
-// 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not understood.
+// 4-warp blocks (16-byte lanes, or 8-byte lanes with two rows per thread) run 2-3 per SM at 5x5: 8-12 warps cannot
+// hide the ~20 dependent instructions of each division, so the digits come from multiply-shift divisors (FP16 5x5
+// with 16-byte lanes 1.08-1.09x, ninth session). 8-warp blocks keep the divisions: with the divisors they ran
+// 0.96-1.01x (FP16 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not
+// understood.
 template <class L>
 constexpr bool kDivisorTiles = L::kThreads == 128;
 
@@ -208,22 +209,63 @@ __device__ __forceinline__ void load_filter_row(const float* wl, int i, float (&
     }
 }
 
-// Window row r0 + i of the thread's lane into its output rows: output row r0 + k (bit k of kUse set) takes filter
-// row i - k. Each input position is loaded and widened once for all of them.
-template <class L, int kFW, int kUse>
-__device__ __forceinline__ void input_row(float (&acc)[L::kRowsPerThread][kTM][L::kCpl], const typename L::Vec* in,
-                                          const float* wl, int i) {
-  constexpr int kR = L::kRowsPerThread, kCpl = L::kCpl;
-  float wf[kR][kFW][kCpl];
+// One tile row of one lane from a landed stage: acc[u] = bias + sum over the window of inputs x filter, stored.
+template <class L, int kFW>
+__device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
+                                            const float (&b)[L::kCpl], const Tile& p) {
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
+  const int cq = threadIdx.x % kLanes, r = threadIdx.x / kLanes;
+  const int oh = p.oh0 + r, ch = p.c0 + kCpl * cq;
+  if (oh >= a.out_h || ch >= a.c) return;
+  float acc[kTM][kCpl];
 #pragma unroll
-  for (int k = 0; k < kR; ++k)
-    if (kUse >> k & 1) load_filter_row<L, kFW>(wl, i - k, wf[k]);
+  for (int u = 0; u < kTM; ++u)
+#pragma unroll
+    for (int e = 0; e < kCpl; ++e) acc[u][e] = b[e];
+  using Vec = typename L::Vec;
+  const Vec* win = reinterpret_cast<const Vec*>(stage) + r * kCols * kLanes + cq;
+  const float* wl = wsm + kF<L> * cq;
+  for (int i = 0; i < a.fh; ++i) {
+    float wf[kFW][kCpl];
+    load_filter_row<L, kFW>(wl, i, wf);
+    const Vec* in = win + i * kCols * kLanes;
+#pragma unroll
+    for (int q = 0; q < kCols; ++q) {
+      float x[kCpl];
+      L::widen(in[q * kLanes], x);
+#pragma unroll
+      for (int j = 0; j < kFW; ++j) {
+        const int u = q - j;
+        if (u >= 0 && u < kTM) {
+#pragma unroll
+          for (int e = 0; e < kCpl; ++e) acc[u][e] = fmaf(x[e], wf[j][e], acc[u][e]);
+        }
+      }
+    }
+  }
+  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + p.ow0) * a.c + ch;
+#pragma unroll
+  for (int u = 0; u < kTM; ++u) {
+    if (p.ow0 + u >= a.out_w) break;
+    *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
+  }
+}
+
+// Window row i of a thread's pair of output rows (r0, r0 + 1): row r0 takes filter row i when bit 0 of kUse is set,
+// row r0 + 1 filter row i - 1 when bit 1 is. Each input position is loaded and widened once for both.
+template <class L, int kFW, int kUse>
+__device__ __forceinline__ void input_row_pair(float (&acc)[2][kTM][L::kCpl], const typename L::Vec* in,
+                                               const float* wl, int i) {
+  constexpr int kCpl = L::kCpl;
+  float wf[2][kFW][kCpl];
+  if constexpr (kUse & 1) load_filter_row<L, kFW>(wl, i, wf[0]);
+  if constexpr (kUse & 2) load_filter_row<L, kFW>(wl, i - 1, wf[1]);
 #pragma unroll
   for (int q = 0; q < kTM + kFW - 1; ++q) {
     float x[kCpl];
     L::widen(in[q * L::kLanes], x);
 #pragma unroll
-    for (int k = 0; k < kR; ++k) {
+    for (int k = 0; k < 2; ++k) {
       if (!(kUse >> k & 1)) continue;
 #pragma unroll
       for (int j = 0; j < kFW; ++j) {
@@ -237,19 +279,18 @@ __device__ __forceinline__ void input_row(float (&acc)[L::kRowsPerThread][kTM][L
   }
 }
 
-// The thread's kRpt tile rows of one lane from a landed stage: acc = bias + sum over the window of inputs x filter,
-// stored.
+// Two tile rows of one lane (two rows per thread): window rows 0 .. FH, the first feeding only output row r0, the
+// last only r0 + 1.
 template <class L, int kFW>
-__device__ __forceinline__ void compute_rows(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
-                                             const float (&b)[L::kCpl], const Tile& p) {
-  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes, kR = L::kRowsPerThread;
-  static_assert(kR == 1 || kR == 2, "one or two output rows per thread");
-  const int cq = threadIdx.x % kLanes, r0 = threadIdx.x / kLanes * kR;
+__device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
+                                                 const float (&b)[L::kCpl], const Tile& p) {
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
+  const int cq = threadIdx.x % kLanes, r0 = threadIdx.x / kLanes * 2;
   const int oh = p.oh0 + r0, ch = p.c0 + kCpl * cq;
   if (oh >= a.out_h || ch >= a.c) return;
-  float acc[kR][kTM][kCpl];
+  float acc[2][kTM][kCpl];
 #pragma unroll
-  for (int k = 0; k < kR; ++k)
+  for (int k = 0; k < 2; ++k)
 #pragma unroll
     for (int u = 0; u < kTM; ++u)
 #pragma unroll
@@ -257,15 +298,11 @@ __device__ __forceinline__ void compute_rows(const TmaArgs<L>& a, const unsigned
   using Vec = typename L::Vec;
   const Vec* win = reinterpret_cast<const Vec*>(stage) + r0 * kCols * kLanes + cq;
   const float* wl = wsm + kF<L> * cq;
-  if constexpr (kR == 1) {
-    for (int i = 0; i < a.fh; ++i) input_row<L, kFW, 1>(acc, win + i * kCols * kLanes, wl, i);
-  } else {  // window rows 0 .. FH: the first feeds only output row r0, the last only r0 + 1
-    input_row<L, kFW, 1>(acc, win, wl, 0);
-    for (int i = 1; i < a.fh; ++i) input_row<L, kFW, 3>(acc, win + i * kCols * kLanes, wl, i);
-    input_row<L, kFW, 2>(acc, win + a.fh * kCols * kLanes, wl, a.fh);
-  }
+  input_row_pair<L, kFW, 1>(acc, win, wl, 0);
+  for (int i = 1; i < a.fh; ++i) input_row_pair<L, kFW, 3>(acc, win + i * kCols * kLanes, wl, i);
+  input_row_pair<L, kFW, 2>(acc, win + a.fh * kCols * kLanes, wl, a.fh);
 #pragma unroll
-  for (int k = 0; k < kR; ++k) {
+  for (int k = 0; k < 2; ++k) {
     if (oh + k >= a.out_h) break;
     auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh + k) * a.out_w + p.ow0) * a.c + ch;
 #pragma unroll
@@ -331,7 +368,10 @@ __global__ void __launch_bounds__(L::kThreads, 3)
     const int s = k % kStages;
     while (!ptx::mbarrier_try_wait_parity(&full[s], static_cast<uint32_t>((k / kStages) & 1))) {
     }
-    compute_rows<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+    if constexpr (L::kRowsPerThread == 1)
+      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+    else
+      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
     __syncthreads();  // stage s is free for the tile issued next iteration
   }
 #endif
@@ -491,8 +531,8 @@ TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided"});
   static const std::string rows = env_choice("CNN_DWCONV_TMA_ROWS", {"auto", "1", "2"});
   TmaCcConfig cfg;
-  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 ? (g.fw <= 3 ? 8 : 16) : (g.fw >= 5 ? 8 : 16));
-  cfg.rows_per_thread = rows == "2" && cfg.lane_bytes == 8 ? 2 : 1;
+  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 || g.fw >= 5 ? 8 : 16);
+  cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
   cfg.order = order == "strided"      ? TmaTileOrder::strided
               : order == "contiguous" ? TmaTileOrder::contiguous
                                       : TmaTileOrder::sliced;
