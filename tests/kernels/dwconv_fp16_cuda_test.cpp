@@ -513,6 +513,22 @@ TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
   p.stride_h = 1;
   EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, &dummy, &dummy_f, p, BfcAccum::ha, nullptr), cnn::Error);
+  // The TMA kernel's lane configurations: two rows per thread exist only with 8-byte lanes, and lanes are 8 or 16.
+  const ConvGeometry g = forward_geometry(same(1, 17, 34, 72, 5, 5).params());
+  const auto refused = [](const auto& call, const std::string& why) {
+    try {
+      call();
+    } catch (const cnn::Error& e) {
+      return std::string(e.what()).find(why) != std::string::npos;
+    }
+    return false;
+  };
+  for (const auto& [cfg, why] : {std::pair{TmaCcConfig{16, TmaTileOrder::sliced, 2}, "rows per thread"},
+                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 3}, "rows per thread"},
+                                 std::pair{TmaCcConfig{4, TmaTileOrder::sliced, 1}, "lane width"}}) {
+    EXPECT_TRUE(refused([&] { launch_dwconv_tma_cc_f16(&dummy, &dummy, nullptr, &dummy, g, cfg, nullptr); }, why));
+    EXPECT_TRUE(refused([&] { tma_cc_f16_describe(g, cfg); }, why));
+  }
 }
 
 }  // namespace
