@@ -46,10 +46,12 @@ constexpr int kStages = 3;               // tiles in flight per block: the one c
 constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
 
-// A thread's lane: kBytes of one position's channels (16: a uint4, 8: a uint2), widened to / narrowed from FP32.
-// 16-byte lanes give a 128-thread block (8 lanes x 16 rows); 8-byte lanes give 256 threads with half the
-// accumulators each, so twice the warps fit an SM for the same shared memory (registers are the limit otherwise).
-template <class T, int kBytes>
+// A thread's lane: kBytes of one position's channels (16: a uint4, 8: a uint2), widened to / narrowed from FP32,
+// for kRpt output rows of a tile. 16-byte lanes give a 128-thread block (8 lanes x 16 rows); 8-byte lanes give 256
+// threads with half the accumulators each, so twice the warps fit an SM for the same shared memory (registers are
+// the limit otherwise). Two rows per thread (8-byte lanes only: twice the accumulators) read FH + 1 input rows for two
+// output rows instead of 2 FH, so a third fewer shared-memory loads and FP16 widenings at 3x3, in 128-thread blocks.
+template <class T, int kBytes, int kRpt = 1>
 struct Lane {
   using Elem = T;
   using Vec = std::conditional_t<kBytes == 16, uint4, uint2>;
@@ -57,7 +59,9 @@ struct Lane {
   static constexpr int kCpl = kBytes / static_cast<int>(sizeof(T));  // channels per lane
   static constexpr int kWords = kBytes / 4;
   static constexpr int kLanes = kSliceBytes / kBytes;  // lanes of one slice
-  static constexpr int kThreads = kLanes * kRows;
+  static constexpr int kRowsPerThread = kRpt;
+  static_assert(kRpt == 1 || kRpt == 2, "one or two output rows per thread");
+  static constexpr int kThreads = kLanes * kRows / kRpt;
   static constexpr int kBN = kSliceBytes / static_cast<int>(sizeof(T));  // channels of one slice
   static constexpr int kBytesPerLane = kBytes;
   static constexpr CUtensorMapDataType kMapType =
@@ -129,10 +133,11 @@ size_t smem_bytes(int fh, int fw) {
 struct Tile {
   int c0, n, oh0, ow0;
 };
-// With 16-byte lanes a block has 4 warps and FP16 5x5 fits two blocks per SM: 8 warps cannot hide the ~20 dependent
-// instructions of each division, so the digits come from multiply-shift divisors (1.08-1.09x at FP16 5x5, ninth
-// session). 8-byte-lane blocks (8 warps, 2-3 per SM) keep the divisions: with the divisors they ran 0.96-1.01x (FP16
-// 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not understood.
+// 4-warp blocks (16-byte lanes, or 8-byte lanes with two rows per thread) run 2-3 per SM at 5x5: 8-12 warps cannot
+// hide the ~20 dependent instructions of each division, so the digits come from multiply-shift divisors (FP16 5x5
+// with 16-byte lanes 1.08-1.09x, ninth session). 8-warp blocks keep the divisions: with the divisors they ran
+// 0.96-1.01x (FP16 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not
+// understood.
 template <class L>
 constexpr bool kDivisorTiles = L::kThreads == 128;
 
@@ -186,11 +191,29 @@ __device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace ptx = ::cuda::ptx;
 
+// Filter row i of this lane's channels from the slice's FP32 filter in shared memory.
+template <class L, int kFW>
+__device__ __forceinline__ void load_filter_row(const float* wl, int i, float (&wf)[kFW][L::kCpl]) {
+#pragma unroll
+  for (int j = 0; j < kFW; ++j)
+#pragma unroll
+    for (int g = 0; g < L::kCpl / kF<L>; ++g) {
+      const float* t = wl + (i * kFW + j) * L::kBN + g * L::kLanes * kF<L>;
+      if constexpr (kF<L> == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(t);
+        wf[j][4 * g] = v.x, wf[j][4 * g + 1] = v.y, wf[j][4 * g + 2] = v.z, wf[j][4 * g + 3] = v.w;
+      } else {
+        const float2 v = *reinterpret_cast<const float2*>(t);
+        wf[j][2 * g] = v.x, wf[j][2 * g + 1] = v.y;
+      }
+    }
+}
+
 // One tile row of one lane from a landed stage: acc[u] = bias + sum over the window of inputs x filter, stored.
 template <class L, int kFW>
 __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
                                             const float (&b)[L::kCpl], const Tile& p) {
-  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kBn = L::kBN, kLanes = L::kLanes;
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
   const int cq = threadIdx.x % kLanes, r = threadIdx.x / kLanes;
   const int oh = p.oh0 + r, ch = p.c0 + kCpl * cq;
   if (oh >= a.out_h || ch >= a.c) return;
@@ -204,19 +227,7 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
   const float* wl = wsm + kF<L> * cq;
   for (int i = 0; i < a.fh; ++i) {
     float wf[kFW][kCpl];
-#pragma unroll
-    for (int j = 0; j < kFW; ++j)
-#pragma unroll
-      for (int g = 0; g < kCpl / kF<L>; ++g) {
-        const float* t = wl + (i * kFW + j) * kBn + g * kLanes * kF<L>;
-        if constexpr (kF<L> == 4) {
-          const float4 v = *reinterpret_cast<const float4*>(t);
-          wf[j][4 * g] = v.x, wf[j][4 * g + 1] = v.y, wf[j][4 * g + 2] = v.z, wf[j][4 * g + 3] = v.w;
-        } else {
-          const float2 v = *reinterpret_cast<const float2*>(t);
-          wf[j][2 * g] = v.x, wf[j][2 * g + 1] = v.y;
-        }
-      }
+    load_filter_row<L, kFW>(wl, i, wf);
     const Vec* in = win + i * kCols * kLanes;
 #pragma unroll
     for (int q = 0; q < kCols; ++q) {
@@ -237,6 +248,68 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
   for (int u = 0; u < kTM; ++u) {
     if (p.ow0 + u >= a.out_w) break;
     *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
+  }
+}
+
+// Window row i of a thread's pair of output rows (r0, r0 + 1): row r0 takes filter row i when bit 0 of kUse is set,
+// row r0 + 1 filter row i - 1 when bit 1 is. Each input position is loaded and widened once for both.
+template <class L, int kFW, int kUse>
+__device__ __forceinline__ void input_row_pair(float (&acc)[2][kTM][L::kCpl], const typename L::Vec* in,
+                                               const float* wl, int i) {
+  constexpr int kCpl = L::kCpl;
+  float wf[2][kFW][kCpl];
+  if constexpr (kUse & 1) load_filter_row<L, kFW>(wl, i, wf[0]);
+  if constexpr (kUse & 2) load_filter_row<L, kFW>(wl, i - 1, wf[1]);
+#pragma unroll
+  for (int q = 0; q < kTM + kFW - 1; ++q) {
+    float x[kCpl];
+    L::widen(in[q * L::kLanes], x);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (!(kUse >> k & 1)) continue;
+#pragma unroll
+      for (int j = 0; j < kFW; ++j) {
+        const int u = q - j;
+        if (u >= 0 && u < kTM) {
+#pragma unroll
+          for (int e = 0; e < kCpl; ++e) acc[k][u][e] = fmaf(x[e], wf[k][j][e], acc[k][u][e]);
+        }
+      }
+    }
+  }
+}
+
+// Two tile rows of one lane (two rows per thread): window rows 0 .. FH, the first feeding only output row r0, the
+// last only r0 + 1.
+template <class L, int kFW>
+__device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
+                                                 const float (&b)[L::kCpl], const Tile& p) {
+  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
+  const int cq = threadIdx.x % kLanes, r0 = threadIdx.x / kLanes * 2;
+  const int oh = p.oh0 + r0, ch = p.c0 + kCpl * cq;
+  if (oh >= a.out_h || ch >= a.c) return;
+  float acc[2][kTM][kCpl];
+#pragma unroll
+  for (int k = 0; k < 2; ++k)
+#pragma unroll
+    for (int u = 0; u < kTM; ++u)
+#pragma unroll
+      for (int e = 0; e < kCpl; ++e) acc[k][u][e] = b[e];
+  using Vec = typename L::Vec;
+  const Vec* win = reinterpret_cast<const Vec*>(stage) + r0 * kCols * kLanes + cq;
+  const float* wl = wsm + kF<L> * cq;
+  input_row_pair<L, kFW, 1>(acc, win, wl, 0);
+  for (int i = 1; i < a.fh; ++i) input_row_pair<L, kFW, 3>(acc, win + i * kCols * kLanes, wl, i);
+  input_row_pair<L, kFW, 2>(acc, win + a.fh * kCols * kLanes, wl, a.fh);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    if (oh + k >= a.out_h) break;
+    auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh + k) * a.out_w + p.ow0) * a.c + ch;
+#pragma unroll
+    for (int u = 0; u < kTM; ++u) {
+      if (p.ow0 + u >= a.out_w) break;
+      *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[k][u]);
+    }
   }
 }
 
@@ -295,7 +368,10 @@ __global__ void __launch_bounds__(L::kThreads, 3)
     const int s = k % kStages;
     while (!ptx::mbarrier_try_wait_parity(&full[s], static_cast<uint32_t>((k / kStages) & 1))) {
     }
-    compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+    if constexpr (L::kRowsPerThread == 1)
+      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+    else
+      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
     __syncthreads();  // stage s is free for the tile issued next iteration
   }
 #endif
@@ -390,7 +466,8 @@ bool supports(const ConvGeometry& g) {
 template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM, " BN=", L::kBN,
-                 " lane=", L::kBytesPerLane, "B stages=", kStages, " tiles=", tma_tile_order_name(cfg.order));
+                 " lane=", L::kBytesPerLane, "B", L::kRowsPerThread > 1 ? " rows=2" : "", " stages=", kStages,
+                 " tiles=", tma_tile_order_name(cfg.order));
 }
 
 template <class L>
@@ -418,11 +495,15 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   CNN_CHECK_LAUNCH("dwconv_tma_cc_kernel");
 }
 
-// Runs f with Lane<T, lane_bytes>.
+// Runs f with the Lane of cfg's width and rows per thread.
 template <class T, class F>
-decltype(auto) with_lane(int lane_bytes, F&& f) {
-  CNN_CHECK(lane_bytes == 16 || lane_bytes == 8, "dwconv tma: lane width must be 16 or 8 bytes, got ", lane_bytes);
-  if (lane_bytes == 8) return f(Lane<T, 8>{});
+decltype(auto) with_lane(const TmaCcConfig& cfg, F&& f) {
+  CNN_CHECK(cfg.lane_bytes == 16 || cfg.lane_bytes == 8, "dwconv tma: lane width must be 16 or 8 bytes, got ",
+            cfg.lane_bytes);
+  CNN_CHECK(cfg.rows_per_thread == 1 || (cfg.rows_per_thread == 2 && cfg.lane_bytes == 8),
+            "dwconv tma: rows per thread must be 1, or 2 with 8-byte lanes, got ", cfg.rows_per_thread, " with ",
+            cfg.lane_bytes, "-byte lanes");
+  if (cfg.lane_bytes == 8) return cfg.rows_per_thread == 2 ? f(Lane<T, 8, 2>{}) : f(Lane<T, 8>{});
   return f(Lane<T, 16>{});
 }
 
@@ -448,8 +529,10 @@ bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
   static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided"});
+  static const std::string rows = env_choice("CNN_DWCONV_TMA_ROWS", {"auto", "1", "2"});
   TmaCcConfig cfg;
-  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 ? (g.fw <= 3 ? 8 : 16) : (g.fw >= 5 ? 8 : 16));
+  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 || g.fw >= 5 ? 8 : 16);
+  cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
   cfg.order = order == "strided"      ? TmaTileOrder::strided
               : order == "contiguous" ? TmaTileOrder::contiguous
                                       : TmaTileOrder::sliced;
@@ -459,20 +542,20 @@ TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
 std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
-  return with_lane<__half>(cfg.lane_bytes, [&](auto l) { return describe<decltype(l)>(g, cfg, " f16"); });
+  return with_lane<__half>(cfg, [&](auto l) { return describe<decltype(l)>(g, cfg, " f16"); });
 }
 std::string tma_cc_f32_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
-  return with_lane<float>(cfg.lane_bytes, [&](auto l) { return describe<decltype(l)>(g, cfg, ""); });
+  return with_lane<float>(cfg, [&](auto l) { return describe<decltype(l)>(g, cfg, ""); });
 }
 
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                               const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
-  with_lane<__half>(cfg.lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
+  with_lane<__half>(cfg, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
 }
 
 void launch_dwconv_tma_cc_f32(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                               const TmaCcConfig& cfg, cudaStream_t stream) {
-  with_lane<float>(cfg.lane_bytes, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
+  with_lane<float>(cfg, [&](auto l) { launch<decltype(l)>(src, w, bias, dst, g, cfg, stream); });
 }
 
 }  // namespace cnn::dwconv

@@ -201,7 +201,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 14; ++variant) {
+    for (int variant = 0; variant < 17; ++variant) {
       if (variant == 4 && p.fw > kCcMaxFw) continue;
       if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
@@ -217,9 +217,12 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
       } else if (variant >= 8) {
+        // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread.
         constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
-        const TmaCcConfig cfg{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2]};
-        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " " + tma_tile_order_name(cfg.order);
+        const TmaCcConfig cfg = variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
+                                             : TmaCcConfig{8, kOrders[variant - 14], 2};
+        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " rows=" + std::to_string(cfg.rows_per_thread) +
+               " " + tma_tile_order_name(cfg.order);
         launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
         launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
       } else if (variant >= 5) {
@@ -447,17 +450,17 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
     check_bfc_tile_f16(k, seed++);
 }
 
-// Forward and backward-data take the TMA-fed kernel where it was measured faster (3x3 with 8-byte lanes, 5x5 with
-// 16-byte lanes), the other kernels elsewhere.
+// Forward and backward-data take the TMA-fed kernel where it was measured faster (8-byte lanes; one row per thread
+// at 3x3, two at 5x5), the other kernels elsewhere.
 TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](DwconvOp op, const Case& k) { return dwconv_path_name(op, k.params(), DType::f16); };
   if (!tma_cc_f16_supports(forward_geometry(same(1, 17, 34, 72, 3, 3).params()))) GTEST_SKIP() << "needs sm_90";
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
-    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x8 BN=64 lane=8B"),
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x8 BN=64 lane=8B stages"),
               std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 3, 3));
-    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=16B"),
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=8B rows=2"),
               std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 5, 5));
     for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7), same(1, 17, 34, 12, 3, 3)})
@@ -510,6 +513,22 @@ TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
   p.stride_h = 1;
   EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, &dummy, &dummy_f, p, BfcAccum::ha, nullptr), cnn::Error);
+  // The TMA kernel's lane configurations: two rows per thread exist only with 8-byte lanes, and lanes are 8 or 16.
+  const ConvGeometry g = forward_geometry(same(1, 17, 34, 72, 5, 5).params());
+  const auto refused = [](const auto& call, const std::string& why) {
+    try {
+      call();
+    } catch (const cnn::Error& e) {
+      return std::string(e.what()).find(why) != std::string::npos;
+    }
+    return false;
+  };
+  for (const auto& [cfg, why] : {std::pair{TmaCcConfig{16, TmaTileOrder::sliced, 2}, "rows per thread"},
+                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 3}, "rows per thread"},
+                                 std::pair{TmaCcConfig{4, TmaTileOrder::sliced, 1}, "lane width"}}) {
+    EXPECT_TRUE(refused([&] { launch_dwconv_tma_cc_f16(&dummy, &dummy, nullptr, &dummy, g, cfg, nullptr); }, why));
+    EXPECT_TRUE(refused([&] { tma_cc_f16_describe(g, cfg); }, why));
+  }
 }
 
 }  // namespace

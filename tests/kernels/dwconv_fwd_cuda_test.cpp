@@ -296,9 +296,10 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
     // (3, 40, 37, 1032): more tiles than blocks, so blocks walk several; (1, 2, 8, 12800): more 32-channel slices
     // (400) than an H200 has blocks of this kernel (396), so the sliced order falls back to contiguous ranges.
     for (const TmaTileOrder order : {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided}) {
-      for (const int lane_bytes : {16, 8}) {
-        const TmaCcConfig cfg{lane_bytes, order};
-        const std::string what = "tma lane=" + std::to_string(lane_bytes) + " " + tma_tile_order_name(order);
+      for (const auto& [lane_bytes, rows] : {std::pair{16, 1}, std::pair{8, 1}, std::pair{8, 2}}) {
+        const TmaCcConfig cfg{lane_bytes, order, rows};
+        const std::string what = "tma lane=" + std::to_string(lane_bytes) + " rows=" + std::to_string(rows) + " " +
+                                 tma_tile_order_name(order);
         check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
                                                       const ConvGeometry& g) {
           ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x"
