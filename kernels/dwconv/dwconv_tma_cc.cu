@@ -112,7 +112,7 @@ struct TmaArgs {
   int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes;
-  int order;  // TmaTileOrder
+  int order;                             // TmaTileOrder
   cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
 };
 
