@@ -6,8 +6,8 @@
 // in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1)
 // positions of the slice, kStages - 1 tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when
 // its bytes have landed. Thread = one lane of 16 or 8 bytes of channels (TmaCcConfig::lane_bytes) x the 8 outputs of
-// one tile row. The filter of the block's slice sits in shared memory as FP32 (rotated for backward-data), the bias
-// in registers.
+// one tile row, or of two rows (rows_per_thread, 8-byte lanes). The filter of the block's slice sits in shared memory
+// as FP32 (rotated for backward-data), the bias in registers.
 //
 // Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
 // 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
