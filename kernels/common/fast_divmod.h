@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/error.h"
+
 #if defined(__CUDACC__)
 #define CNN_HOST_DEVICE __host__ __device__
 #else
@@ -20,6 +22,7 @@ struct FastDivmod {
 
   FastDivmod() = default;
   explicit FastDivmod(uint32_t divisor) : d(divisor) {
+    CNN_CHECK(divisor >= 1 && divisor < (uint32_t{1} << 31), "FastDivmod: divisor must be in [1, 2^31), got ", divisor);
     while ((uint64_t{1} << s) < d) ++s;
     m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1);
   }

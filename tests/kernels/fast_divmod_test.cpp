@@ -43,4 +43,10 @@ TEST(FastDivmod, RandomDivisorsAndDividends) {
     for (int i = 0; i < 2000; ++i) expect_exact(d, static_cast<uint32_t>(rng() % (uint32_t{1} << 31)));
 }
 
+TEST(FastDivmod, RejectsDivisorsOutsideItsRange) {
+  EXPECT_THROW(FastDivmod(0), cnn::Error);
+  EXPECT_THROW(FastDivmod(uint32_t{1} << 31), cnn::Error);
+  EXPECT_NO_THROW(FastDivmod((uint32_t{1} << 31) - 1));
+}
+
 }  // namespace
