@@ -209,6 +209,18 @@ __device__ __forceinline__ void load_filter_row(const float* wl, int i, float (&
     }
 }
 
+// Output row oh of a tile (the thread's lane at channel ch): acc[u] narrowed and stored for the columns inside the map.
+template <class L>
+__device__ __forceinline__ void store_row(const TmaArgs<L>& a, const Tile& p, int oh, int ch,
+                                          const float (&acc)[kTM][L::kCpl]) {
+  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + p.ow0) * a.c + ch;
+#pragma unroll
+  for (int u = 0; u < kTM; ++u) {
+    if (p.ow0 + u >= a.out_w) break;
+    *reinterpret_cast<typename L::Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
+  }
+}
+
 // One tile row of one lane from a landed stage: acc[u] = bias + sum over the window of inputs x filter, stored.
 template <class L, int kFW>
 __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
@@ -243,12 +255,7 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
       }
     }
   }
-  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + p.ow0) * a.c + ch;
-#pragma unroll
-  for (int u = 0; u < kTM; ++u) {
-    if (p.ow0 + u >= a.out_w) break;
-    *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
-  }
+  store_row(a, p, oh, ch, acc);
 }
 
 // Window row i of a thread's pair of output rows (r0, r0 + 1): row r0 takes filter row i when bit 0 of kUse is set,
@@ -301,16 +308,8 @@ __device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsi
   input_row_pair<L, kFW, 1>(acc, win, wl, 0);
   for (int i = 1; i < a.fh; ++i) input_row_pair<L, kFW, 3>(acc, win + i * kCols * kLanes, wl, i);
   input_row_pair<L, kFW, 2>(acc, win + a.fh * kCols * kLanes, wl, a.fh);
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    if (oh + k >= a.out_h) break;
-    auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh + k) * a.out_w + p.ow0) * a.c + ch;
-#pragma unroll
-    for (int u = 0; u < kTM; ++u) {
-      if (p.ow0 + u >= a.out_w) break;
-      *reinterpret_cast<Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[k][u]);
-    }
-  }
+  store_row(a, p, oh, ch, acc[0]);
+  if (oh + 1 < a.out_h) store_row(a, p, oh + 1, ch, acc[1]);
 }
 
 // The block's channel slice of the filter as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
