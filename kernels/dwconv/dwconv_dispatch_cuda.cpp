@@ -1,8 +1,7 @@
 // CUDA entry points of the FP32 depthwise ops: validate, pick the kernel path for the shape, launch.
 // Paths (stride 1, C % 4 == 0, 16-byte aligned): the row-sliding kernel up to 3x3, the TMA-fed CUDA-core kernel at
-// 5x5, the GEMV kernel for the rest; direct
-// kernels otherwise. CNN_DWCONV_VERBOSE=1 logs the path chosen for each new (op, shape) on stderr, so no slow path
-// is ever taken silently.
+// 5x5, the GEMV kernel for the rest; direct kernels otherwise. CNN_DWCONV_VERBOSE=1 logs the path chosen for each
+// new (op, shape) on stderr, so no slow path is ever taken silently.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
