@@ -6,13 +6,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"  // CNN_HOST_DEVICE
 #include "core/error.h"
-
-#if defined(__CUDACC__)
-#define CNN_HOST_DEVICE __host__ __device__
-#else
-#define CNN_HOST_DEVICE
-#endif
 
 namespace cnn::cuda {
 
