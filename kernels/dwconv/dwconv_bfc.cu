@@ -151,6 +151,16 @@ void choose_block_shape(PhasePlan& pp, int ow, const DeviceInfo& dev, TileKernel
             " bytes of shared memory for tile ", t.r, "x", t.tm, " (filter ", pp.sfh, "x", pp.sfw, ")");
 }
 
+// The column grouping, kernel and block shape of pp.tile.
+void shape_phase(PhasePlan& pp, int ow, const DeviceInfo& dev, TileInput in) {
+  const int nct = int(ceil_div(pp.sfw, pp.tile.tm));
+  pp.ct = bfc_group_size(nct, bfc::kMaxWarps);
+  pp.n_ctiles = int(ceil_div(nct, pp.ct));
+  const TileKernel kernel = tile_kernel(pp.tile, in);
+  CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.max_smem));
+  choose_block_shape(pp, ow, dev, kernel, elem_bytes(in), in == TileInput::f16_ha);
+}
+
 PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& force, const DeviceInfo& dev,
                      TileInput in) {
   const bool ha = in == TileInput::f16_ha;
@@ -163,13 +173,15 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
                              : (ha ? bfc_choose_tile_ha(pp.sfh, pp.sfw) : bfc_choose_tile(pp.sfh, pp.sfw));
   CNN_CHECK(!ha || pp.tile.r * pp.tile.tm <= kBfcHaMaxTaps, "dwconv_backward_filter_cuda (ha): tile ", pp.tile.r, "x",
             pp.tile.tm, " has more than ", kBfcHaMaxTaps, " taps");
-  const int nct = int(ceil_div(pp.sfw, pp.tile.tm));
-  pp.ct = bfc_group_size(nct, bfc::kMaxWarps);
-  pp.n_ctiles = int(ceil_div(nct, pp.ct));
   pp.n_cslices = int(ceil_div(channel_units(in, p.c), bfc::kLanes));
-  const TileKernel kernel = tile_kernel(pp.tile, in);
-  CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.max_smem));
-  choose_block_shape(pp, p.ow(), dev, kernel, elem_bytes(in), ha);
+  shape_phase(pp, p.ow(), dev, in);
+  if (ha && force.tile_r == 0) {
+    const BfcTile narrow = bfc_narrow_tile_ha(pp.tile, pp.sfh, pp.sfw, pp.bow);
+    if (narrow.r != pp.tile.r || narrow.tm != pp.tile.tm) {
+      pp.tile = narrow;
+      shape_phase(pp, p.ow(), dev, in);
+    }
+  }
   const int64_t rows = int64_t(p.n) * p.oh();
   const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / pp.blocks_per_chunk()));
   if (force.z > 0) {

@@ -88,6 +88,13 @@ BfcTile bfc_choose_tile_ha(int fh, int fw) {
   return choose_tile(fh, fw, kBfcHaMaxTaps);
 }
 
+BfcTile bfc_narrow_tile_ha(BfcTile chosen, int fh, int fw, int segment_cols) {
+  for (const BfcNarrowTile& n : kBfcHaNarrowTiles)
+    if (n.fh == fh && n.fw == fw && n.from.r == chosen.r && n.from.tm == chosen.tm && segment_cols < n.below_cols)
+      return n.to;
+  return chosen;
+}
+
 int bfc_group_size(int n_units, int max_group) {
   CNN_CHECK(n_units >= 1 && max_group >= 1, "bfc_group_size: expected positive arguments, got ", n_units, ", ",
             max_group);

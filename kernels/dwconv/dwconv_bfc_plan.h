@@ -57,6 +57,19 @@ inline constexpr int kBfcHaMaxTaps = 32;
 // kBfcMeasuredTiles holds for ha too (31x31: 2x16 2.1-2.3x faster than the model's 1x31).
 inline constexpr BfcMeasuredTile kBfcHaMeasuredTiles[] = {{7, 7, {2, 8}}, {9, 9, {2, 9}}, {51, 51, {2, 13}}};
 
+// Hybrid accumulation on short dY row segments: a thread of a 1 x TM tile loads TM - 1 window values before its
+// first step of every segment, and where the segment is short another tile wins. Measured on the H200 (tenth
+// session, h200-2026-11-30j call 1, 17x17 on seven row widths): 2x9 ran 1.13-1.23x faster than 1x17 where the 1x17
+// plan's segments were 24 or 32 columns (widths 24, 32, 96), tied at 16 and 48, and lost (0.92-0.94x) at 64
+// (widths 64, 128). Applies when the planner chose `from` for an fh x fw (sub-)filter and the segments of that
+// plan are narrower than below_cols.
+struct BfcNarrowTile {
+  int fh, fw;
+  BfcTile from, to;
+  int below_cols;
+};
+inline constexpr BfcNarrowTile kBfcHaNarrowTiles[] = {{17, 17, {1, 17}, {2, 9}, 48}};
+
 bool bfc_is_tile(int r, int tm);
 bool bfc_is_forced_only(BfcTile t);
 
@@ -75,6 +88,10 @@ BfcTile bfc_choose_tile(int fh, int fw);
 // bfc_choose_tile limited to tiles of r * tm <= kBfcHaMaxTaps: the tile of kBfcHaMeasuredTiles, else that of
 // kBfcMeasuredTiles where it is within the limit, else the cheapest such tile by bfc_tile_cost (same tie rules).
 BfcTile bfc_choose_tile_ha(int fh, int fw);
+
+// The tile of kBfcHaNarrowTiles for a plan that chose `chosen` for an fh x fw (sub-)filter with dY segments of
+// segment_cols columns, else `chosen`.
+BfcTile bfc_narrow_tile_ha(BfcTile chosen, int fh, int fw, int segment_cols);
 
 // Size of each of the fewest groups of at most max_group units that cover n_units as evenly as possible.
 int bfc_group_size(int n_units, int max_group);

@@ -110,38 +110,75 @@ __device__ __forceinline__ void load_filter(unsigned (&b0)[4], unsigned (&b1)[4]
   b1[3] = prmt(u8.y, u9.y, 0x7632u) & ~mask;
 }
 
+// A thread's cp.async jobs: job k of a staged row is column (tid >> 2) + 32k of channel group tid & 3, the same
+// columns for every row. Their column offsets and bounds are worked out once per tile, so staging a row costs a
+// row pointer plus a select and a copy per job (the per-job index math and 64-bit addresses were ~44% of the
+// kernel's instructions at 13x13, Nsight Compute source counters, tenth session).
+template <int kEntries>
+struct StageJobs {
+  static constexpr int kJobs = (4 * kEntries + kThreads - 1) / kThreads;  // per thread, the last one partial
+  static constexpr int kLast = kEntries % 32;                              // threads >> 2 below it own a last job
+  __device__ static bool exists(int k, int tid) { return k + 1 < kJobs || kLast == 0 || (tid >> 2) < kLast; }
+};
+
 template <int kQ, int kGamma>
 struct RingTile {
   using S = RingShape<kQ, kGamma>;
+  using XJobs = StageJobs<S::kWin>;
+  using FJobs = StageJobs<S::kTaps>;
   const RingArgs& a;
   uint2* xs;  // [kGroups][kRing][kPitch] positions of 4 channels
   uint2* fs;  // [3][kGroups][kTaps]
   const __half* src_n;
-  int oh0, ow0, c0, tid;
+  int oh0, tid;
+  int x_col;      // element offset of job 0 within a source row: (first column) * C + channel
+  unsigned x_ok;  // bit k: job k's column and channels are inside the image
+  int w_col;      // element offset of job 0 within a filter row (rotated for backward-data)
+  unsigned w_ok;  // bit k: job k's tap is in [0, FW) and its channels < C
+
+  __device__ RingTile(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
+      : a(args), xs(x), fs(f), src_n(args.src + static_cast<long long>(n) * args.in_h * args.in_w * args.c), oh0(oh),
+        tid(t) {
+    const int grp = t & 3, ch = c0 + 4 * grp, col = t >> 2;
+    const bool ch_ok = ch < a.c;
+    x_col = (ow0 - a.pad_l + col) * a.c + ch;
+    x_ok = 0;
+#pragma unroll
+    for (int k = 0; k < XJobs::kJobs; ++k) {
+      const int iw = ow0 - a.pad_l + col + 32 * k;
+      x_ok |= (ch_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u) << k;
+    }
+    const int j = col - kFront;
+    w_col = (a.flip ? a.fw - 1 - j : j) * a.c + ch;
+    w_ok = 0;
+#pragma unroll
+    for (int k = 0; k < FJobs::kJobs; ++k)
+      w_ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << k;
+  }
 
   // Input row rho of the tile (source row oh0 - pad_t + rho) into ring slot rho % kRing; zero outside the image.
   __device__ __forceinline__ void stage_row(int rho) const {
     const int ih = oh0 - a.pad_t + rho;
     const bool row_ok = static_cast<unsigned>(ih) < static_cast<unsigned>(a.in_h);
-    uint2* slot = xs + (rho % kRing) * S::kPitch;
-    for (int job = tid; job < kGroups * S::kWin; job += kThreads) {
-      const int grp = job & 3, pos = job >> 2;
-      const int iw = ow0 - a.pad_l + pos, ch = c0 + 4 * grp;
-      const bool ok = row_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) && ch < a.c;
-      const __half* gp = ok ? src_n + (static_cast<long long>(ih) * a.in_w + iw) * a.c + ch : a.src;
-      cuda::cp_async_ca8(slot + grp * kRing * S::kPitch + pos, gp, ok);
+    const __half* row = src_n + static_cast<long long>(row_ok ? ih : 0) * a.in_w * a.c + x_col;
+    uint2* dst = xs + ((tid & 3) * kRing + rho % kRing) * S::kPitch + (tid >> 2);
+#pragma unroll
+    for (int k = 0; k < XJobs::kJobs; ++k) {
+      if (!XJobs::exists(k, tid)) break;
+      const bool ok = row_ok && (x_ok >> k & 1u);
+      cuda::cp_async_ca8(dst + 32 * k, ok ? row + 32 * k * a.c : a.src, ok);
     }
   }
   // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
   __device__ __forceinline__ void stage_filter(int i) const {
-    uint2* buf = fs + (i % 3) * kGroups * S::kTaps;
-    const int wi = a.flip ? a.fh - 1 - i : i;
-    for (int job = tid; job < kGroups * S::kTaps; job += kThreads) {
-      const int grp = job & 3, e = job >> 2, j = e - kFront, ch = c0 + 4 * grp;
-      const bool ok = static_cast<unsigned>(j) < static_cast<unsigned>(a.fw) && ch < a.c;
-      const int wj = a.flip ? a.fw - 1 - j : j;
-      const __half* gp = ok ? a.w + (static_cast<long long>(wi) * a.fw + wj) * a.c + ch : a.w;
-      cuda::cp_async_ca8(buf + grp * S::kTaps + e, gp, ok);
+    const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.fw * a.c + w_col;
+    const int step = (a.flip ? -32 : 32) * a.c;  // the next job's tap is 32 further (rotated: 32 earlier)
+    uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTaps + (tid >> 2);
+#pragma unroll
+    for (int k = 0; k < FJobs::kJobs; ++k) {
+      if (!FJobs::exists(k, tid)) break;
+      const bool ok = w_ok >> k & 1u;
+      cuda::cp_async_ca8(dst + 32 * k, ok ? row + k * step : a.w, ok);
     }
   }
 };
@@ -236,8 +273,7 @@ __global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_r
   const int th = bx % a.tiles_h;
   const int n = bx / a.tiles_h;
   const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = blockIdx.y * kBN;
-  const RingTile<kQ, kGamma> tile{a, xs, fs, a.src + static_cast<long long>(n) * a.in_h * a.in_w * a.c, oh0, ow0,
-                                  c0, tid};
+  const RingTile<kQ, kGamma> tile(a, xs, fs, n, oh0, ow0, c0, tid);
 
   // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
   const int rows = min(kRows, a.out_h - oh0);

@@ -277,6 +277,30 @@ TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
   EXPECT_THROW(bfc_choose_tile_ha(0, 3), cnn::Error);
 }
 
+// The narrow-segment rule of hybrid accumulation: each entry replaces the tile the planner picks for its filter, by a
+// listed tile within the ha budget, and only below its segment width.
+TEST(DwconvBfcPlan, HaNarrowSegmentsSwapOnlyTheListedTile) {
+  for (const BfcNarrowTile& n : kBfcHaNarrowTiles) {
+    const BfcTile chosen = bfc_choose_tile_ha(n.fh, n.fw);
+    EXPECT_EQ(chosen.r, n.from.r) << n.fh << "x" << n.fw;  // the rule is reachable from the planner's pick
+    EXPECT_EQ(chosen.tm, n.from.tm) << n.fh << "x" << n.fw;
+    EXPECT_TRUE(bfc_is_tile(n.to.r, n.to.tm));
+    EXPECT_LE(n.to.r * n.to.tm, kBfcHaMaxTaps);
+    const BfcTile below = bfc_narrow_tile_ha(chosen, n.fh, n.fw, n.below_cols - 1);
+    EXPECT_EQ(below.r, n.to.r);
+    EXPECT_EQ(below.tm, n.to.tm);
+    const BfcTile at = bfc_narrow_tile_ha(chosen, n.fh, n.fw, n.below_cols);
+    EXPECT_EQ(at.r, chosen.r);
+    EXPECT_EQ(at.tm, chosen.tm);
+  }
+  const BfcTile other = bfc_narrow_tile_ha({1, 13}, 13, 13, 8);  // filters without an entry keep their tile
+  EXPECT_EQ(other.r, 1);
+  EXPECT_EQ(other.tm, 13);
+  const BfcTile forced = bfc_narrow_tile_ha({3, 9}, 17, 17, 8);  // another tile for a listed filter is kept
+  EXPECT_EQ(forced.r, 3);
+  EXPECT_EQ(forced.tm, 9);
+}
+
 // CNN_DWCONV_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
 TEST(DwconvBfcPlan, ParseTileAcceptsInstantiatedTilesOnly) {
   const BfcTile t = bfc_parse_tile("3x17", "VAR");
