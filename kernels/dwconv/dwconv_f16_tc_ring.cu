@@ -38,8 +38,13 @@ struct RingShape {
   // in different bank halves.
   static constexpr int kPitch = (kWin / 8) % 2 ? kWin : kWin + 8;
   static constexpr int kTaps = 8 * kGamma + 16;        // staged filter row: kFront zeros, 8*gamma taps, 8 zeros
-  static constexpr int kXBytes = kGroups * kRing * kPitch * 8;
-  static constexpr int kFBytes = 3 * kGroups * kTaps * 8;  // three filter-row buffers (two in flight)
+  // Channel groups are an odd number of 64-byte halves apart, in the ring and in the filter buffers: a warp's cp.async
+  // writes 8 positions (64 bytes) of each of the 4 groups, which otherwise all fell on the same 16 banks (Nsight
+  // Compute: 35.6M of the 42.8M shared-memory wavefronts of the copies were excess at 13x13, tenth session).
+  static constexpr int kGroupStride = (kRing * kPitch / 8) % 2 ? kRing * kPitch : kRing * kPitch + 8;
+  static constexpr int kTapStride = (kTaps / 8) % 2 ? kTaps : kTaps + 8;
+  static constexpr int kXBytes = kGroups * kGroupStride * 8;
+  static constexpr int kFBytes = 3 * kGroups * kTapStride * 8;  // three filter-row buffers (two in flight)
   static constexpr int kTileBytes = kRows * kCols * kBN * 2;
   static constexpr int kSmemBytes = kXBytes + kFBytes;
   static_assert(kXBytes >= kTileBytes, "the output tile is staged in the input ring");
@@ -127,58 +132,55 @@ struct RingTile {
   using XJobs = StageJobs<S::kWin>;
   using FJobs = StageJobs<S::kTaps>;
   const RingArgs& a;
-  uint2* xs;  // [kGroups][kRing][kPitch] positions of 4 channels
-  uint2* fs;  // [3][kGroups][kTaps]
-  const __half* src_n;
-  int oh0, tid;
-  int x_col;      // element offset of job 0 within a source row: (first column) * C + channel
-  unsigned x_ok;  // bit k: job k's column and channels are inside the image
-  int w_col;      // element offset of job 0 within a filter row (rotated for backward-data)
-  unsigned w_ok;  // bit k: job k's tap is in [0, FW) and its channels < C
+  uint2* xs;  // [kGroups][kGroupStride]: kRing rows of kPitch positions of 4 channels
+  uint2* fs;  // [3][kGroups][kTapStride]: kTaps taps
+  int ih0, row0, tid;  // the tile's first source row (oh0 - pad_t) in its image, and counted over all images
+  int x_col;     // element offset of job 0 within a source row: (first column) * C + channel
+  int w_col;     // element offset of job 0 within a filter row (rotated for backward-data)
+  unsigned ok;   // bit k: input job k's column and channels are inside the image; bit 16 + k: filter job k's tap
+                 // is in [0, FW) and its channels < C (one register: gamma 4 spilled with two)
 
   __device__ RingTile(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
-      : a(args), xs(x), fs(f), src_n(args.src + static_cast<long long>(n) * args.in_h * args.in_w * args.c), oh0(oh),
-        tid(t) {
+      : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t), tid(t) {
     const int grp = t & 3, ch = c0 + 4 * grp, col = t >> 2;
     const bool ch_ok = ch < a.c;
     x_col = (ow0 - a.pad_l + col) * a.c + ch;
-    x_ok = 0;
+    ok = 0;
 #pragma unroll
     for (int k = 0; k < XJobs::kJobs; ++k) {
       const int iw = ow0 - a.pad_l + col + 32 * k;
-      x_ok |= (ch_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u) << k;
+      ok |= (ch_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u) << k;
     }
     const int j = col - kFront;
     w_col = (a.flip ? a.fw - 1 - j : j) * a.c + ch;
-    w_ok = 0;
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k)
-      w_ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << k;
+      ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << (16 + k);
   }
 
-  // Input row rho of the tile (source row oh0 - pad_t + rho) into ring slot rho % kRing; zero outside the image.
+  // Input row rho of the tile (source row ih0 + rho) into ring slot rho % kRing; zero outside the image.
   __device__ __forceinline__ void stage_row(int rho) const {
-    const int ih = oh0 - a.pad_t + rho;
-    const bool row_ok = static_cast<unsigned>(ih) < static_cast<unsigned>(a.in_h);
-    const __half* row = src_n + static_cast<long long>(row_ok ? ih : 0) * a.in_w * a.c + x_col;
-    uint2* dst = xs + ((tid & 3) * kRing + rho % kRing) * S::kPitch + (tid >> 2);
+    // 32-bit offsets from the tensor's base: 64-bit bases hoisted out of the row loop spilled at gamma 4.
+    const bool row_ok = static_cast<unsigned>(ih0 + rho) < static_cast<unsigned>(a.in_h);
+    const __half* row = a.src + static_cast<long long>(row0 + rho) * (a.in_w * a.c) + x_col;
+    uint2* dst = xs + (tid & 3) * S::kGroupStride + (rho % kRing) * S::kPitch + (tid >> 2);
 #pragma unroll
     for (int k = 0; k < XJobs::kJobs; ++k) {
       if (!XJobs::exists(k, tid)) break;
-      const bool ok = row_ok && (x_ok >> k & 1u);
-      cuda::cp_async_ca8(dst + 32 * k, ok ? row + 32 * k * a.c : a.src, ok);
+      const bool job_ok = row_ok && (ok >> k & 1u);
+      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + 32 * k * a.c : a.src, job_ok);
     }
   }
   // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
   __device__ __forceinline__ void stage_filter(int i) const {
     const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.fw * a.c + w_col;
     const int step = (a.flip ? -32 : 32) * a.c;  // the next job's tap is 32 further (rotated: 32 earlier)
-    uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTaps + (tid >> 2);
+    uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTapStride + (tid >> 2);
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k) {
       if (!FJobs::exists(k, tid)) break;
-      const bool ok = w_ok >> k & 1u;
-      cuda::cp_async_ca8(dst + 32 * k, ok ? row + k * step : a.w, ok);
+      const bool job_ok = ok >> (16 + k) & 1u;
+      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + k * step : a.w, job_ok);
     }
   }
 };
@@ -301,14 +303,14 @@ __global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_r
   if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
   cuda::cp_async_commit();
 
-  const uint2* xs_grp = xs + grp * kRing * S::kPitch;
+  const uint2* xs_grp = xs + grp * S::kGroupStride;
   for (int i = i_lo; i < i_hi; ++i) {
     cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
     __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
     if (i + kRows + 1 < rho_end) tile.stage_row(i + kRows + 1);
     if (i + 2 < i_hi) tile.stage_filter(i + 2);
     cuda::cp_async_commit();
-    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTaps, i, g, t, mask);
+    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTapStride, i, g, t, mask);
   }
   cuda::cp_async_wait<0>();
   __syncthreads();  // the ring becomes the output tile
