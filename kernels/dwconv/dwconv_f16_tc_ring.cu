@@ -210,15 +210,20 @@ __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2*
   }
 }
 
-// Output tile staging: position P = row * kCols + col holds 4 units of 8 bytes (channel groups). The unit index is
-// XOR-swizzled within its 128-byte line so that the accumulator stores (16 lanes: rows g, columns 2t..) and the
-// 16-byte reads both hit distinct banks.
-__device__ __forceinline__ int tile_swizzle(int pos) { return ((pos >> 2) & 1) | (((pos >> 5) & 3) << 1); }
+// Output tile staging: position (row, col) of the tile, P = row * kCols + col, holds 4 units of 8 bytes (channel
+// groups). The unit index is XOR-swizzled within its 128-byte line by tile_swizzle so that the accumulator stores
+// (lane g, t: rows g and g + 8, columns 2t and 2t + 1) and the 16-byte reads both hit distinct banks. The swizzle is
+// a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
+// all of a lane's stores, whose addresses differ by constants (per-store address math was most of the epilogue's
+// 610 instructions per warp at 13x13, tenth session).
+__device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
 
 template <int kQ, int kGamma>
 __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* ys, const RingArgs& a, int n,
                                            int oh0, int ow0, int c0, int tid) {
   using S = RingShape<kQ, kGamma>;
+  constexpr int kCols = S::kCols;
+  static_assert(kCols % 4 == 0 && 64 % kCols == 0, "tile rows of 8, 16 or 32 columns");
   const int lane = tid & 31, grp = tid >> 5, g = lane >> 2, t = lane & 3;
   float bias[4] = {0.f, 0.f, 0.f, 0.f};
   if (a.bias != nullptr && c0 + 4 * grp < a.c) {
@@ -227,30 +232,38 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
     const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
     bias[0] = lo.x, bias[1] = lo.y, bias[2] = hi.x, bias[3] = hi.y;
   }
+  // Store (q, e) goes to row g + 8 (e >> 1), column 8q + 2t + (e & 1): its unit is
+  // ((row * kCols + (column & ~3)) * 4 + ((4 * (column & 3) + grp) ^ swizzle), with column & ~3 = 8q + 4 (t >> 1),
+  // column & 3 = 2 (t & 1) + (e & 1) and the swizzle tile_swizzle(g, 2t) for every (q, e).
+  const int s = tile_swizzle(g, 2 * t);
+  const int base = (g * kCols + 4 * (t >> 1)) * 4;
+  const int low[2] = {(4 * (2 * (t & 1)) + grp) ^ s, (4 * (2 * (t & 1) + 1) + grp) ^ s};
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int pos = (g + 8 * (e >> 1)) * S::kCols + 8 * q + 2 * t + (e & 1);
       const __half2 lo = __floats2half2_rn(acc[q][0][e] + bias[0], acc[q][1][e] + bias[1]);
       const __half2 hi = __floats2half2_rn(acc[q][2][e] + bias[2], acc[q][3][e] + bias[3]);
-      ys[(pos & ~3) * 4 + ((4 * (pos & 3) + grp) ^ tile_swizzle(pos))] =
+      ys[base + (8 * (e >> 1) * kCols + 8 * q) * 4 + low[e & 1]] =
           make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
     }
   __syncthreads();
-  constexpr int kChunks = kRows * S::kCols * 2;  // 16-byte chunks: 8 channels of one position
+  // Read-back: job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a
+  // thread keeps its column and steps down 64 / kCols rows per job.
+  const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
+  if (ow0 + col >= a.out_w || ch >= a.c) return;
+  __half* out = a.dst + ((static_cast<long long>(n) * a.out_h + oh0 + row0) * a.out_w + ow0 + col) * a.c + ch;
+  constexpr int kRowStep = 64 / kCols;
+  const long long out_step = static_cast<long long>(kRowStep) * a.out_w * a.c;
 #pragma unroll
-  for (int r = 0; r < kChunks / kThreads; ++r) {
-    const int job = tid + kThreads * r, half = job & 1, pos = job >> 1;
-    const int oh = oh0 + pos / S::kCols, ow = ow0 + pos % S::kCols, ch = c0 + 8 * half;
-    if (oh < a.out_h && ow < a.out_w && ch < a.c) {
-      const int s = tile_swizzle(pos);
-      const int unit = (pos & ~3) * 4 + ((4 * (pos & 3) + 2 * half) ^ (s & ~1));
-      uint4 v = *reinterpret_cast<const uint4*>(ys + unit);
-      if (s & 1) v = make_uint4(v.z, v.w, v.x, v.y);
-      __stcs(reinterpret_cast<uint4*>(a.dst + ((static_cast<long long>(n) * a.out_h + oh) * a.out_w + ow) * a.c + ch),
-             v);
-    }
+  for (int r = 0; r < kRows / kRowStep; ++r) {
+    const int row = row0 + kRowStep * r;
+    if (oh0 + row >= a.out_h) break;
+    const int sw = tile_swizzle(row, col);
+    const int unit = (row * kCols + (col & ~3)) * 4 + ((4 * (col & 3) + 2 * half) ^ (sw & ~1));
+    uint4 v = *reinterpret_cast<const uint4*>(ys + unit);
+    if (sw & 1) v = make_uint4(v.z, v.w, v.x, v.y);
+    __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
   }
 }
 
