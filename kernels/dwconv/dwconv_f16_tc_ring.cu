@@ -138,7 +138,7 @@ struct RingTile {
   int x_col;     // element offset of job 0 within a source row: (first column) * C + channel
   int w_col;     // element offset of job 0 within a filter row (rotated for backward-data)
   unsigned ok;   // bit k: input job k's column and channels are inside the image; bit 16 + k: filter job k's tap
-                 // is in [0, FW) and its channels < C (one register: gamma 4 spilled with two)
+                 // is in [0, FW) and its channels < C
 
   __device__ RingTile(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
       : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t), tid(t) {
@@ -364,6 +364,9 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
             "dwconv tc-ring f16: needs stride 1 and C % 8 == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, "dwconv tc-ring f16: FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, "dwconv tc-ring f16: Q must be 1, 2 or 4, got ", q);
+  CNN_CHECK(static_cast<long long>(g.in_w) * g.c < (1LL << 31),
+            "dwconv tc-ring f16: a source row of W*C = ", static_cast<long long>(g.in_w) * g.c,
+            " elements does not fit the kernel's 32-bit row offsets");
   const int gamma = (g.fw + 7) / 8;
   RingArgs a{src,     w,       bias,       dst,     g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.fh, g.fw, g.pad_t,
              g.pad_l, g.flip ? 1 : 0, (g.out_h + kRows - 1) / kRows, (g.out_w + 8 * q - 1) / (8 * q)};
