@@ -54,7 +54,7 @@ TileKernel tile_kernel_at() {
 template <class T, size_t... I>
 TileKernel tile_kernel_impl(BfcTile t, std::index_sequence<I...>) {
   TileKernel k = nullptr;
-  ((kBfcTiles[I].r == t.r && kBfcTiles[I].tm == t.tm ? (k = tile_kernel_at<T, I>()) : k), ...);
+  ((kBfcTiles[I] == t ? (k = tile_kernel_at<T, I>()) : k), ...);
   return k;
 }
 TileKernel tile_kernel(BfcTile t, TileInput in) {
@@ -177,7 +177,7 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
   shape_phase(pp, p.ow(), dev, in);
   if (ha && force.tile_r == 0) {
     const BfcTile narrow = bfc_narrow_tile_ha(pp.tile, pp.sfh, pp.sfw, pp.bow);
-    if (narrow.r != pp.tile.r || narrow.tm != pp.tile.tm) {
+    if (narrow != pp.tile) {
       pp.tile = narrow;
       shape_phase(pp, p.ow(), dev, in);
     }

@@ -90,7 +90,7 @@ BfcTile bfc_choose_tile_ha(int fh, int fw) {
 
 BfcTile bfc_narrow_tile_ha(BfcTile chosen, int fh, int fw, int segment_cols) {
   for (const BfcNarrowTile& n : kBfcHaNarrowTiles)
-    if (n.fh == fh && n.fw == fw && n.from.r == chosen.r && n.from.tm == chosen.tm && segment_cols < n.below_cols)
+    if (n.fh == fh && n.fw == fw && n.from == chosen && segment_cols < n.below_cols)
       return n.to;
   return chosen;
 }

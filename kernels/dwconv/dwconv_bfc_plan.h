@@ -11,6 +11,7 @@ namespace cnn::dwconv {
 struct BfcTile {
   int r = 1;
   int tm = 1;
+  constexpr bool operator==(const BfcTile&) const = default;
 };
 
 // Every tile the CUDA kernel is instantiated for (dwconv_bfc.cu builds one kernel per entry). r * tm <= 64 keeps

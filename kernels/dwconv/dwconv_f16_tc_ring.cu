@@ -29,6 +29,10 @@ constexpr int kRows = 16;       // output rows per block tile (the MMA's M)
 constexpr int kRing = 18;       // input rows held: 16 in use, 2 in flight
 constexpr int kFront = 8;       // zero taps staged before tap 0 (fragment 0 reads taps down to -7)
 
+// A span of `positions` 8-byte positions (a multiple of 8) padded to an odd number of 64-byte halves, so that two
+// such spans side by side start in different bank halves.
+constexpr int odd_halves(int positions) { return (positions / 8) % 2 ? positions : positions + 8; }
+
 template <int kQ, int kGamma>
 struct RingShape {
   static constexpr int kCols = 8 * kQ;                 // output columns per tile
@@ -36,13 +40,13 @@ struct RingShape {
   // Positions per ring row (8 bytes each). A quarter-warp's LDS.128 reads rows g, g+1 at the same columns: an odd
   // number of 64-byte halves between consecutive rows (also across the ring's wrap, kRing - 1 being odd) puts them
   // in different bank halves.
-  static constexpr int kPitch = (kWin / 8) % 2 ? kWin : kWin + 8;
+  static constexpr int kPitch = odd_halves(kWin);
   static constexpr int kTaps = 8 * kGamma + 16;        // staged filter row: kFront zeros, 8*gamma taps, 8 zeros
   // Channel groups are an odd number of 64-byte halves apart, in the ring and in the filter buffers: a warp's cp.async
   // writes 8 positions (64 bytes) of each of the 4 groups, which otherwise all fell on the same 16 banks (Nsight
   // Compute: 35.6M of the 42.8M shared-memory wavefronts of the copies were excess at 13x13, tenth session).
-  static constexpr int kGroupStride = (kRing * kPitch / 8) % 2 ? kRing * kPitch : kRing * kPitch + 8;
-  static constexpr int kTapStride = (kTaps / 8) % 2 ? kTaps : kTaps + 8;
+  static constexpr int kGroupStride = odd_halves(kRing * kPitch);
+  static constexpr int kTapStride = odd_halves(kTaps);
   static constexpr int kXBytes = kGroups * kGroupStride * 8;
   static constexpr int kFBytes = 3 * kGroups * kTapStride * 8;  // three filter-row buffers (two in flight)
   static constexpr int kTileBytes = kRows * kCols * kBN * 2;
