@@ -271,11 +271,13 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
   }
 }
 
-// Resident blocks per SM the register budget is set for. Four (<= 128 registers, 16 warps) up to gamma 4 (FW <= 32):
+// Resident blocks per SM the register budget is set for. Four (<= 128 registers, 16 warps) up to gamma 3 (FW <= 24):
 // the kernel is latency-bound (Nsight Compute at 13x13 with three: 12 warps, 0.75 eligible warps per scheduler,
 // 49% issue-busy) and four ran 1.02-1.12x faster at 7-31 on the sweep maps (sixth session); wider rows need more
 // registers than 128 leaves (51x51 spilled 160 bytes and ran 0.71-0.74x), so they keep three (~170 registers).
-__host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 4 ? 4 : 3; }
+// Gamma 4 (FW 25-32) moved to three in the eleventh session: at four it spilled 16 bytes after the tenth session's
+// staging change, at three it takes 161 registers without spills and ran 31x31 1.07-1.11x faster (same-call A/B).
+__host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 3 ? 4 : 3; }
 
 template <int kQ, int kGamma>
 __global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_ring_f16_kernel(const RingArgs a) {
