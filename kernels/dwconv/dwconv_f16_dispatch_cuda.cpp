@@ -86,6 +86,12 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
   return g.fw <= kTcRingMaxFw ? F16Path::tc_ring : F16Path::tensor_core;
 }
 
+// CNN_DWCONV_F16_RING_ORDER = auto | channels | columns: the ring kernel's block order (auto: channels first).
+bool ring_channels_first() {
+  static const bool value = env_choice("CNN_DWCONV_F16_RING_ORDER", {"auto", "channels", "columns"}) != "columns";
+  return value;
+}
+
 std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {
   switch (path) {
     case F16Path::tensor_core: {
@@ -95,7 +101,8 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
     }
     case F16Path::tc_ring: {
       const int q = tc_ring_q_for(g.out_w);
-      return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8);
+      return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8,
+                     ring_channels_first() ? "" : " order=columns");
     }
     case F16Path::cuda_core: {
       const int groups = cc_groups_per_row(g.out_w);
@@ -117,7 +124,7 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       launch_dwconv_tc_f16(src, w, bias, dst, g, tc_theta_for(g.out_w), stream);
       return;
     case F16Path::tc_ring:
-      launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), stream);
+      launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), ring_channels_first(), stream);
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);

@@ -22,8 +22,10 @@ void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias
 // stride 1, C % 8 == 0, 16-byte aligned pointers, FW <= kTcRingMaxFw. Block tile 16 x 8q outputs x 16 channels.
 inline constexpr int kTcRingMaxFw = 64;
 int tc_ring_q_for(int out_w);  // output blocks of 8 columns per warp: 4, 2 or 1
+// channels_first: the blocks of one tile position (its 16-channel blocks) are consecutive in the grid (the default);
+// false puts column tiles fastest (the order before the eleventh session, kept for A/B runs).
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, cudaStream_t stream);
+                               const ConvGeometry& g, int q, bool channels_first, cudaStream_t stream);
 
 // ---- CUDA-core FP16 kernels (dwconv_f16_direct.cu).
 // Register-tiled kernel for narrow filters (FW <= kCcMaxFw): stride 1, C % 8 == 0, 16-byte aligned; 8 outputs x

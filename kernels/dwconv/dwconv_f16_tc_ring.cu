@@ -60,7 +60,8 @@ struct RingArgs {
   const __half* __restrict__ bias;  // (C) or null
   __half* __restrict__ dst;         // (N, out_h, out_w, C)
   int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;
-  int tiles_h, tiles_w;
+  int tiles_h, tiles_w, channel_blocks;
+  int channels_first;  // block index order: channel block fastest (1) or column tile fastest (0)
 };
 
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
@@ -288,12 +289,18 @@ __global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_r
   const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
 
-  int bx = blockIdx.x;
+  // Channel blocks fastest: the blocks of one tile position run together, so each 128-byte line of the maps is read
+  // and written whole while it is in L2 (a block moves 32 bytes of each position). Column tiles fastest left the
+  // other 3+ sectors of a line to blocks that ran waves later: the ring kernel then took as long at 1x1 as at 7x7 on
+  // C = 128 and 256 (eleventh session).
+  const int spatial_blocks = gridDim.x / a.channel_blocks;
+  const int cb = a.channels_first ? blockIdx.x % a.channel_blocks : blockIdx.x / spatial_blocks;
+  int bx = a.channels_first ? blockIdx.x / a.channel_blocks : blockIdx.x % spatial_blocks;
   const int tw = bx % a.tiles_w;
   bx /= a.tiles_w;
   const int th = bx % a.tiles_h;
   const int n = bx / a.tiles_h;
-  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = blockIdx.y * kBN;
+  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
   const RingTile<kQ, kGamma> tile(a, xs, fs, n, oh0, ow0, c0, tid);
 
   // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
@@ -365,7 +372,7 @@ void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream)
 int tc_ring_q_for(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }
 
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, cudaStream_t stream) {
+                               const ConvGeometry& g, int q, bool channels_first, cudaStream_t stream) {
   CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0,
             "dwconv tc-ring f16: needs stride 1 and C % 8 == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, "dwconv tc-ring f16: FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
@@ -374,13 +381,15 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
             "dwconv tc-ring f16: a source row of W*C = ", static_cast<long long>(g.in_w) * g.c,
             " elements does not fit the kernel's 32-bit row offsets");
   const int gamma = (g.fw + 7) / 8;
-  RingArgs a{src,     w,       bias,       dst,     g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.fh, g.fw, g.pad_t,
-             g.pad_l, g.flip ? 1 : 0, (g.out_h + kRows - 1) / kRows, (g.out_w + 8 * q - 1) / (8 * q)};
-  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w;
   const int channel_blocks = (g.c + kBN - 1) / kBN;
-  CNN_CHECK(blocks < (1LL << 31) && channel_blocks <= 65535, "dwconv tc-ring f16: grid too large for ", blocks,
-            " x ", channel_blocks, " blocks");
-  const dim3 grid(static_cast<unsigned>(blocks), channel_blocks);
+  const RingArgs a{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
+                   .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
+                   .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
+                   .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = channel_blocks,
+                   .channels_first = channels_first ? 1 : 0};
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * channel_blocks;
+  CNN_CHECK(blocks < (1LL << 31), "dwconv tc-ring f16: grid too large for ", blocks, " blocks");
+  const dim3 grid(static_cast<unsigned>(blocks));
   switch (q) {
     case 4: launch_ring_q<4>(a, gamma, grid, stream); break;
     case 2: launch_ring_q<2>(a, gamma, grid, stream); break;

@@ -201,9 +201,10 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 17; ++variant) {
+    for (int variant = 0; variant < 18; ++variant) {
+      const bool ring_columns_first = variant == 17;  // the ring kernel's other block order, Q = 4
       if (variant == 4 && p.fw > kCcMaxFw) continue;
-      if (variant >= 8 && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
+      if (variant >= 8 && !ring_columns_first && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
       y.poison(), dx.poison();
       std::string what;
@@ -216,6 +217,10 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         what = "direct vec8";
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
+      } else if (ring_columns_first) {
+        what = "tc-ring Q4 columns first";
+        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, 4, false, nullptr);
+        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, 4, false, nullptr);
       } else if (variant >= 8) {
         // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread.
         constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
@@ -228,8 +233,8 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       } else if (variant >= 5) {
         const int q = 1 << (variant - 5);
         what = "tc-ring Q" + std::to_string(q);
-        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, q, nullptr);
-        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, q, nullptr);
+        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, q, true, nullptr);
+        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, q, true, nullptr);
       } else {
         what = "cuda-core";
         launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
