@@ -106,6 +106,9 @@ bool tma_cc_default_for(const ConvGeometry& g, bool f16);
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
+// The dispatchers' check of a forced CNN_DWCONV_F16_PATH / CNN_DWCONV_F32_PATH = tma: a one-line error naming the
+// variable where the kernel cannot run the shape.
+void tma_cc_check_forced(const ConvGeometry& g, bool f16);
 std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg);
 std::string tma_cc_f32_describe(const ConvGeometry& g, const TmaCcConfig& cfg);
 void launch_dwconv_tma_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst,

@@ -53,8 +53,7 @@ bool use_tma(const ConvGeometry& g) {
   const std::string& forced = forced_f32_path();
   if (forced == "auto") return tma_cc_default_for(g, false);
   if (forced != "tma") return false;
-  CNN_CHECK(tma_cc_f32_supports(g), "CNN_DWCONV_F32_PATH=tma: needs sm_90 and FW <= ", kTmaCcMaxFw,
-            " with a window that fits shared memory, got F=", g.fh, "x", g.fw);
+  tma_cc_check_forced(g, false);
   return true;
 }
 

@@ -73,8 +73,7 @@ F16Path choose(const ConvGeometry& g, bool aligned) {
   }
   if (forced == "t") return F16Path::tensor_core;
   if (forced == "tma") {
-    CNN_CHECK(tma_cc_f16_supports(g), "CNN_DWCONV_F16_PATH=tma: needs sm_90 and FW <= ", kTmaCcMaxFw,
-              " with a window that fits shared memory, got F=", g.fh, "x", g.fw);
+    tma_cc_check_forced(g, true);
     return F16Path::tma_cc;
   }
   if (forced == "cc") {

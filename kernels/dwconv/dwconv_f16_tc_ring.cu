@@ -11,7 +11,7 @@
 // fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
 // filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
 // (the T kernels' design, bound by shared-memory bandwidth). Input rows live in a ring of shared-memory rows: moving
-// to the next filter row needs one new input row, fetched with cp.async one step ahead, one barrier per filter row.
+// to the next filter row needs one new input row, fetched with cp.async two steps ahead, one barrier per filter row.
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"

@@ -540,6 +540,11 @@ TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
 
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
+void tma_cc_check_forced(const ConvGeometry& g, bool f16) {
+  CNN_CHECK(f16 ? tma_cc_f16_supports(g) : tma_cc_f32_supports(g), f16 ? "CNN_DWCONV_F16_PATH" : "CNN_DWCONV_F32_PATH",
+            "=tma: needs sm_90 and FW <= ", kTmaCcMaxFw, " with a window that fits shared memory, got F=", g.fh, "x",
+            g.fw);
+}
 std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
   return with_lane<__half>(cfg, [&](auto l) { return describe<decltype(l)>(g, cfg, " f16"); });
 }
