@@ -55,21 +55,27 @@ inline constexpr int kBfcHaMaxTaps = 32;
 // ran 2x8 1.37-1.38x faster than the model's 1x7 (3x7 1.11-1.12x, 4x8 1.34-1.36x), 9x9 2x9 1.10-1.29x faster than
 // 3x9, 51x51 2x13 1.05-1.31x faster than 1x17 (2x9 and 3x9 slower). The same tiles lost with FP32 accumulation
 // (7x7: 2x8 0.75-0.84x of 7x7; 9x9: 2x9 0.83-0.97x of 3x9), whose tiles may hold twice the taps. Within the budget
-// kBfcMeasuredTiles holds for ha too (31x31: 2x16 2.1-2.3x faster than the model's 1x31).
-inline constexpr BfcMeasuredTile kBfcHaMeasuredTiles[] = {{7, 7, {2, 8}}, {9, 9, {2, 9}}, {51, 51, {2, 13}}};
+// kBfcMeasuredTiles held for ha too (31x31: 2x16 2.1-2.3x faster than the model's 1x31). Re-measured after the
+// eleventh session's whole-run ha kernel (h200-2026-11-30k call 8, forced tiles against call 7's defaults, three
+// maps): 9x9 3x9 1.06-1.23x faster than 2x9, 31x31 1x31 1.10x faster than 2x16 on each map, 13x13 1x13 1.07x faster
+// than 2x13 where its dY segments are 64 columns (0.95x at 32: kBfcHaNarrowTiles), 7x7 1x7 0.99-1.01x and 3x7
+// 0.96-0.99x of 2x8 (kept); 17x17 and 51x51 were not re-measured.
+inline constexpr BfcMeasuredTile kBfcHaMeasuredTiles[] = {
+    {7, 7, {2, 8}}, {9, 9, {3, 9}}, {13, 13, {1, 13}}, {31, 31, {1, 31}}, {51, 51, {2, 13}}};
 
 // Hybrid accumulation on short dY row segments: a thread of a 1 x TM tile loads TM - 1 window values before its
 // first step of every segment, and where the segment is short another tile wins. Measured on the H200 (tenth
 // session, h200-2026-11-30j call 1, 17x17 on seven row widths): 2x9 ran 1.13-1.23x faster than 1x17 where the 1x17
 // plan's segments were 24 or 32 columns (widths 24, 32, 96), tied at 16 and 48, and lost (0.92-0.94x) at 64
-// (widths 64, 128). Applies when the planner chose `from` for an fh x fw (sub-)filter and the segments of that
-// plan are narrower than below_cols.
+// (widths 64, 128). 13x13 (eleventh session, three maps only): 1x13 with 32-column segments 0.95x of 2x13, with
+// 64-column segments 1.07x. Applies when the planner chose `from` for an fh x fw (sub-)filter and the segments of
+// that plan are narrower than below_cols.
 struct BfcNarrowTile {
   int fh, fw;
   BfcTile from, to;
   int below_cols;
 };
-inline constexpr BfcNarrowTile kBfcHaNarrowTiles[] = {{17, 17, {1, 17}, {2, 9}, 48}};
+inline constexpr BfcNarrowTile kBfcHaNarrowTiles[] = {{13, 13, {1, 13}, {2, 13}, 48}, {17, 17, {1, 17}, {2, 9}, 48}};
 
 bool bfc_is_tile(int r, int tm);
 bool bfc_is_forced_only(BfcTile t);

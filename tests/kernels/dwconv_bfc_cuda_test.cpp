@@ -272,7 +272,7 @@ TEST(DwconvBfcPlan, HaTileChoiceKeepsItsRegisterBudget) {
         }
       }
     }
-  EXPECT_GT(measured_seen, 0);  // the table has entries within the budget (13x13 2x13, 31x31 2x16)
+  EXPECT_GT(measured_seen, 0);  // kBfcHaMeasuredTiles has entries
   EXPECT_EQ(bfc_choose_tile_ha(3, 3).r * bfc_choose_tile_ha(3, 3).tm, 9);  // within budget: as bfc_choose_tile
   EXPECT_THROW(bfc_choose_tile_ha(0, 3), cnn::Error);
 }
@@ -293,9 +293,9 @@ TEST(DwconvBfcPlan, HaNarrowSegmentsSwapOnlyTheListedTile) {
     EXPECT_EQ(at.r, chosen.r);
     EXPECT_EQ(at.tm, chosen.tm);
   }
-  const BfcTile other = bfc_narrow_tile_ha({1, 13}, 13, 13, 8);  // filters without an entry keep their tile
+  const BfcTile other = bfc_narrow_tile_ha({1, 11}, 11, 11, 8);  // filters without an entry keep their tile
   EXPECT_EQ(other.r, 1);
-  EXPECT_EQ(other.tm, 13);
+  EXPECT_EQ(other.tm, 11);
   const BfcTile forced = bfc_narrow_tile_ha({3, 9}, 17, 17, 8);  // another tile for a listed filter is kept
   EXPECT_EQ(forced.r, 3);
   EXPECT_EQ(forced.tm, 9);

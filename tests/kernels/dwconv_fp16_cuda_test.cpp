@@ -443,12 +443,14 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
            Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},    // pads beyond the filter reach
            Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},    // rows entirely in the padding
            same(1, 40, 70, 136, 17, 17),                   // 1x17 tile
-           same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry)
+           same(1, 40, 70, 136, 9, 9),                     // 3x9 tile (fp32 and ha), two warps per row segment
+           same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry; ha 1x31)
            same(1, 17, 34, 72, 51, 51),                    // 3x13 tile (ha 2x13), most taps in the padding
            same(1, 17, 34, 72, 51, 5),                     // tall strip
            Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
            Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
-           same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks
+           same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks (ha: narrow segments)
+           same(2, 24, 64, 64, 13, 13),                    // ha 1x13 on 64-column segments
            Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: ha runs of 32, the last of 21 columns
            same(2, 40, 70, 136, 7, 7),                     // OW = 70: runs split across warp segments
        })
