@@ -95,15 +95,21 @@ struct TmaCcConfig {
   int lane_bytes = 16;  // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
   TmaTileOrder order = TmaTileOrder::sliced;
   int rows_per_thread = 1;  // output rows per thread: 1, or 2 with 8-byte lanes (128 threads, FH + 1 input rows)
+  int tile_cols = 8;        // output columns per tile: 8, or 16 (twice the threads, 18x18 windows at 3x3, not 2 x 18x10)
+  int stages = 3;           // window buffers per block: the tile computed and stages - 1 prefetched (2-4)
 };
 // The shapes where the dispatchers default to it, as measured on the H200 (docs/perf/dwconv-fp16-h200.md, eighth
 // session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
 bool tma_cc_default_for(const ConvGeometry& g, bool f16);
 // Measured lanes (FP16: 8 bytes, one row per thread up to FW 3 and two above; FP32: 8 bytes from FW 5, 16 below,
 // one row) and the sliced tile order. CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES = auto | sliced |
-// contiguous | strided and CNN_DWCONV_TMA_ROWS = auto | 1 | 2 override them for A/B runs (two rows with 16-byte
-// lanes is refused at launch).
+// contiguous | strided, CNN_DWCONV_TMA_ROWS = auto | 1 | 2, CNN_DWCONV_TMA_COLS = auto | 8 | 16 and
+// CNN_DWCONV_TMA_STAGES = auto | 2 | 3 | 4 override them for A/B runs (two rows with 16-byte lanes, or a window ring
+// over the shared memory, is refused at launch).
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
+// Whether cfg's window ring fits a block's shared memory for g (the supports() checks hold for 16x8 tiles in three
+// stages).
+bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
 // The dispatchers' check of a forced CNN_DWCONV_F16_PATH / CNN_DWCONV_F32_PATH = tma: a one-line error naming the
