@@ -5,10 +5,9 @@
 // Persistent blocks walk tiles of 16 output rows x 8 (or 16) columns x one 128-byte channel slice (64 halves or 32
 // floats), in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x
 // (tile width + FW - 1) positions of the slice, stages - 1 tiles ahead into a ring of shared-memory stages; an
-// mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels
-// (TmaCcConfig::lane_bytes) x 8 outputs of one tile row, or of two rows (rows_per_thread, 8-byte lanes); a 16-column
-// tile has two such column groups. The filter of the block's slice sits in shared memory as FP32 (rotated for
-// backward-data), the bias in registers.
+// mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels (TmaCcConfig::lane_bytes) x the 8 outputs of
+// one tile row, or of two rows (rows_per_thread, 8-byte lanes). The filter of the block's slice sits in shared memory
+// as FP32 (rotated for backward-data), the bias in registers.
 //
 // Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
 // 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
@@ -120,7 +119,10 @@ struct TmaArgs {
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes, stages;
   int order;                             // TmaTileOrder
+  int slices;                            // channel slices
+  int filter_floats;                     // shared-memory floats before the mbarriers: filter(s), bias (interleaved)
   cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
+  cuda::FastDivmod div_s;                // slices (interleaved order)
 };
 
 template <class L>
@@ -131,11 +133,22 @@ template <class L>
 size_t filter_bytes(int fh, int fw) {
   return size_t(fh) * fw * L::kBN * sizeof(float);
 }
-// [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
-// [tap][slice channels], then one mbarrier per stage.
+// Floats of filter (and bias) in shared memory: one slice's filter, or with the interleaved order every slice's
+// filter and the whole bias (each a multiple of 32 floats, so the mbarriers after them stay 8-byte aligned).
 template <class L>
-size_t smem_bytes(int fh, int fw, int stages) {
-  return stages * stage_bytes<L>(fh, fw) + filter_bytes<L>(fh, fw) + stages * sizeof(uint64_t);
+int filter_floats(const ConvGeometry& g, TmaTileOrder order) {
+  const int slices = (g.c + L::kBN - 1) / L::kBN, per_slice = g.fh * g.fw * L::kBN;
+  return order == TmaTileOrder::interleaved ? slices * (per_slice + L::kBN) : per_slice;
+}
+// [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
+// [slice][tap][slice channels] (and the bias), then one mbarrier per stage.
+template <class L>
+size_t smem_bytes(int fh, int fw, int stages, size_t filter_floats) {
+  return stages * stage_bytes<L>(fh, fw) + filter_floats * sizeof(float) + stages * sizeof(uint64_t);
+}
+template <class L>
+size_t smem_bytes(int fh, int fw, int stages) {  // one slice's filter
+  return smem_bytes<L>(fh, fw, stages, filter_bytes<L>(fh, fw) / sizeof(float));
 }
 
 // Tile t -> (channel slice, image, tile row, tile column), columns fastest and the channel slice slowest, so a
@@ -151,9 +164,16 @@ struct Tile {
 template <class L>
 constexpr bool kDivisorTiles = L::kLanes * L::kRowSlots == 128;  // per column group: wide tiles run as many warps
 
+// Interleaved order: tile t is slice t % slices of position t / slices, the position's digits as above.
 template <class L>
 __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   Tile p;
+  int slice = -1;
+  if (a.order == static_cast<int>(TmaTileOrder::interleaved)) {
+    uint32_t r = 0;
+    t = static_cast<int>(a.div_s.divmod(static_cast<uint32_t>(t), r));
+    slice = static_cast<int>(r);
+  }
   if constexpr (kDivisorTiles<L>) {
     uint32_t r = 0;
     uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
@@ -171,6 +191,7 @@ __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
     p.n = t % a.n;
     p.c0 = (t / a.n) * L::kBN;
   }
+  if (slice >= 0) p.c0 = slice * L::kBN;
   return p;
 }
 
@@ -191,11 +212,12 @@ __device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
     const int rank = block - lo, size = hi - lo;
     return {s * per_slice + rank, size, rank < per_slice ? (per_slice - rank - 1) / size + 1 : 0};
   }
-  if (a.order != static_cast<int>(TmaTileOrder::strided)) {  // contiguous, or sliced with fewer blocks than slices
+  if (a.order == static_cast<int>(TmaTileOrder::contiguous) || a.order == static_cast<int>(TmaTileOrder::sliced)) {
+    // contiguous, or sliced with fewer blocks than slices
     const int first = static_cast<int>(1LL * block * a.tiles / grid);
     return {first, 1, static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first};
   }
-  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};
+  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};  // strided, interleaved
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -333,10 +355,10 @@ __device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsi
   if (oh + 1 < a.out_h) store_row(a, p, oh + 1, ow, ch, acc[1]);
 }
 
-// The block's channel slice of the filter as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
-// backward-data; zeros past C), and this thread's bias values.
+// The filter of the channel slice at c0 as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
+// backward-data; zeros past C).
 template <class L, int kFW>
-__device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* wsm, float (&b)[L::kCpl]) {
+__device__ __forceinline__ void load_slice_filter(const TmaArgs<L>& a, int c0, float* wsm) {
   constexpr int kBn = L::kBN;
   for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += L::kThreads) {
     const int k = idx % kBn, tap = idx / kBn, i = tap / kFW, j = tap % kFW;
@@ -344,6 +366,10 @@ __device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* w
     wsm[tap * kBn + filter_slot<L>(k)] =
         c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
   }
+}
+// This thread's bias values for the slice at c0 (zeros past C or without a bias).
+template <class L>
+__device__ __forceinline__ void load_bias(const TmaArgs<L>& a, int c0, float (&b)[L::kCpl]) {
   const int ch = c0 + L::kCpl * thread_spot<L>().cq;
 #pragma unroll
   for (int e = 0; e < L::kCpl; ++e) b[e] = a.bias != nullptr && ch + e < a.c ? L::to_float(a.bias[ch + e]) : 0.f;
@@ -357,12 +383,22 @@ __global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
   extern __shared__ __align__(128) unsigned char smem[];
   const int stages = a.stages;
   float* wsm = reinterpret_cast<float*>(smem + stages * a.stage_bytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
+  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.filter_floats);  // 8-byte aligned (filter_floats)
+  // Interleaved order: consecutive tiles of a block are in different slices, so every slice's filter and the bias
+  // are loaded once, up front.
+  const bool whole = a.order == static_cast<int>(TmaTileOrder::interleaved);
+  const int taps_floats = a.fh * kFW * L::kBN;  // one slice's filter
+  float* bsm = wsm + a.slices * taps_floats;    // interleaved: the bias, slices x kBN floats
   const TileRange range = tile_range(a);
   const int first = range.first, step = range.step, my_tiles = range.count;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  if (whole) {
+    for (int sl = 0; sl < a.slices; ++sl) load_slice_filter<L, kFW>(a, sl * L::kBN, wsm + sl * taps_floats);
+    for (int c = threadIdx.x; c < a.slices * L::kBN; c += L::kThreads)
+      bsm[c] = a.bias != nullptr && c < a.c ? L::to_float(a.bias[c]) : 0.f;
   }
   __syncthreads();
   // Thread 0: the k-th tile of this block into the next stage of the ring, `put` (its previous use ended at a block
@@ -385,17 +421,24 @@ __global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
   for (int k = 0; k < my_tiles; ++k) {
     if (threadIdx.x == 0 && k + stages - 1 < my_tiles) issue(k + stages - 1);
     const Tile p = tile_at(a, first + k * step);
-    if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
-      load_slice<L, kFW>(a, p.c0, wsm, b);
+    const float* wt = wsm;
+    if (whole) {
+      wt += p.c0 / L::kBN * taps_floats;
+      const float* bl = bsm + p.c0 + L::kCpl * thread_spot<L>().cq;
+#pragma unroll
+      for (int e = 0; e < L::kCpl; ++e) b[e] = bl[e];
+    } else if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
+      load_slice_filter<L, kFW>(a, p.c0, wsm);
+      load_bias(a, p.c0, b);
       slice = p.c0;
       __syncthreads();
     }
     while (!ptx::mbarrier_try_wait_parity(&full[s], phase)) {
     }
     if constexpr (L::kRowsPerThread == 1)
-      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
     else
-      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
     __syncthreads();  // stage s is free for the tile issued next iteration
     if (++s == stages) s = 0, phase ^= 1;
   }
@@ -473,6 +516,11 @@ int resident_blocks(int fw, size_t smem, int device) {
   return sms * blocks;
 }
 
+template <class L>
+size_t config_smem(const ConvGeometry& g, const TmaCcConfig& cfg) {
+  return smem_bytes<L>(g.fh, g.fw, cfg.stages, filter_floats<L>(g, cfg.order));
+}
+
 // The tensor map's row stride must be a multiple of 16 bytes: C % 8 (FP16), C % 4 (FP32).
 template <class L>
 constexpr int kChannelMultiple = 16 / static_cast<int>(sizeof(typename L::Elem));
@@ -504,9 +552,10 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   CNN_CHECK(supports<Narrow>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>,
             " == 0, FW <= ", kTmaCcMaxFw, " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c,
             " F=", g.fh, "x", g.fw, " stride ", g.stride_h, "x", g.stride_w);
-  const size_t smem = smem_bytes<L>(g.fh, g.fw, cfg.stages);
+  const size_t smem = config_smem<L>(g, cfg);
   CNN_CHECK(smem <= kMaxSmem, "dwconv tma: ", cfg.stages, " stages of a 16x", L::kTileW, " tile's window for F=", g.fh,
-            "x", g.fw, " need ", smem, " bytes of shared memory, more than ", kMaxSmem);
+            "x", g.fw, " (", tma_tile_order_name(cfg.order), " tiles, C=", g.c, ") need ", smem,
+            " bytes of shared memory, more than ", kMaxSmem);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
   a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
@@ -514,6 +563,9 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
   a.div_h = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_h));
   a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
+  a.slices = (g.c + L::kBN - 1) / L::kBN;
+  a.div_s = cuda::FastDivmod(static_cast<uint32_t>(a.slices));
+  a.filter_floats = filter_floats<L>(g, cfg.order);
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
@@ -553,6 +605,8 @@ const char* tma_tile_order_name(TmaTileOrder order) {
       return "sliced";
     case TmaTileOrder::contiguous:
       return "contiguous";
+    case TmaTileOrder::interleaved:
+      return "interleaved";
     default:
       return "strided";
   }
@@ -566,29 +620,48 @@ bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
 
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
-  static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided"});
+  static const std::string order =
+      env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided", "interleaved"});
   static const std::string rows = env_choice("CNN_DWCONV_TMA_ROWS", {"auto", "1", "2"});
   static const std::string cols = env_choice("CNN_DWCONV_TMA_COLS", {"auto", "8", "16"});
   static const std::string stages = env_choice("CNN_DWCONV_TMA_STAGES", {"auto", "2", "3", "4"});
   TmaCcConfig cfg;
   cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 || g.fw >= 5 ? 8 : 16);
   cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
-  cfg.order = order == "strided"      ? TmaTileOrder::strided
-              : order == "contiguous" ? TmaTileOrder::contiguous
-                                      : TmaTileOrder::sliced;
-  // 16-column tiles at FP16 3x3 (1.06-1.12x, twelfth session); FP16 and FP32 5x5 ran 0.97x on them.
+  cfg.order = order == "strided"       ? TmaTileOrder::strided
+              : order == "contiguous"  ? TmaTileOrder::contiguous
+              : order == "sliced"      ? TmaTileOrder::sliced
+                                       : TmaTileOrder::interleaved;  // auto: interleaved where it keeps the blocks
+  // 16-column tiles at FP16 3x3 (1.03-1.04x, twelfth session); 5x5 and FP32 5x5 ran 0.97x on them.
   cfg.tile_cols = cols != "auto" ? std::stoi(cols) : (f16 && g.fw == 3 ? 16 : 8);
   cfg.stages = stages != "auto" ? std::stoi(stages) : 3;
   if ((cols == "auto" || stages == "auto") && !tma_cc_config_fits(g, cfg, f16)) {
     if (cols == "auto") cfg.tile_cols = 8;  // the narrow window in three stages fits wherever supports() holds
     if (stages == "auto") cfg.stages = 3;
   }
+  if (order == "auto" && !tma_cc_interleaved_keeps_blocks(g, cfg, f16)) cfg.order = TmaTileOrder::sliced;
   return cfg;
 }
 
 bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
-  const auto fits = [&](auto l) { return smem_bytes<decltype(l)>(g.fh, g.fw, cfg.stages) <= kMaxSmem; };
+  const auto fits = [&](auto l) { return config_smem<decltype(l)>(g, cfg) <= kMaxSmem; };
   return f16 ? with_lane<__half>(cfg, fits) : with_lane<float>(cfg, fits);
+}
+
+bool tma_cc_interleaved_keeps_blocks(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
+  TmaCcConfig whole = cfg, sliced = cfg;
+  whole.order = TmaTileOrder::interleaved;
+  sliced.order = TmaTileOrder::sliced;
+  if (!tma_cc_config_fits(g, whole, f16)) return false;
+  const auto blocks = [&](const TmaCcConfig& c) {
+    const auto count = [&](auto l) {
+      int device = 0;
+      CNN_CUDA_CHECK(cudaGetDevice(&device));
+      return resident_blocks<decltype(l)>(g.fw, config_smem<decltype(l)>(g, c), device);
+    };
+    return f16 ? with_lane<__half>(c, count) : with_lane<float>(c, count);
+  };
+  return blocks(whole) >= blocks(sliced);
 }
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }

@@ -295,7 +295,8 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5), same(1, 2, 8, 12800, 3, 3)}) {
     // (3, 40, 37, 1032): more tiles than blocks, so blocks walk several; (1, 2, 8, 12800): more 32-channel slices
     // (400) than an H200 has blocks of this kernel (396), so the sliced order falls back to contiguous ranges.
-    for (const TmaTileOrder order : {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided}) {
+    for (const TmaTileOrder order : {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided,
+                                     TmaTileOrder::interleaved}) {
       // Each lane shape on 8-column tiles (three stages) and on 16-column tiles (two and four stages).
       for (const auto& [lane_bytes, rows, cols, stages] : {std::tuple{16, 1, 8, 3}, std::tuple{8, 1, 8, 3},
                                                            std::tuple{8, 2, 8, 3}, std::tuple{16, 1, 16, 2},
