@@ -91,7 +91,8 @@ inline constexpr int kTmaCcMaxFw = 5;
 // blocks than slices); contiguous: one range per block; strided: every gridDim.x-th tile of the whole tensor;
 // interleaved: the slices of one position are consecutive tiles and blocks take every gridDim.x-th, with every
 // slice's filter in shared memory (balanced to one tile per block whatever the slice count; sliced groups are
-// uneven when the blocks are not a multiple of the slices).
+// uneven when the blocks are not a multiple of the slices), measured 0.94-0.99x of sliced at FP16 3x3 (twelfth
+// session): an A/B override only.
 enum class TmaTileOrder { sliced, contiguous, strided, interleaved };
 const char* tma_tile_order_name(TmaTileOrder order);
 struct TmaCcConfig {
@@ -105,17 +106,15 @@ struct TmaCcConfig {
 // session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
 bool tma_cc_default_for(const ConvGeometry& g, bool f16);
 // Measured lanes (FP16: 8 bytes, one row per thread up to FW 3 and two above; FP32: 8 bytes from FW 5, 16 below,
-// one row), 16-column tiles at FP16 FW 3 (8 elsewhere), three stages, and the interleaved tile order where its
-// filters keep the blocks per SM (sliced elsewhere). CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES =
-// auto | sliced | contiguous | strided | interleaved, CNN_DWCONV_TMA_ROWS = auto | 1 | 2, CNN_DWCONV_TMA_COLS = auto | 8 | 16 and
-// CNN_DWCONV_TMA_STAGES = auto | 2 | 3 | 4 override them for A/B runs (two rows with 16-byte lanes, or a window ring
-// over the shared memory, is refused at launch).
+// one row), 16-column tiles at FP16 FW 3 (8 elsewhere), three stages and the sliced tile order.
+// CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES = auto | sliced | contiguous | strided | interleaved,
+// CNN_DWCONV_TMA_ROWS = auto | 1 | 2, CNN_DWCONV_TMA_COLS = auto | 8 | 16 and CNN_DWCONV_TMA_STAGES = auto | 2 | 3 | 4
+// override them for A/B runs (two rows with 16-byte lanes, or a window ring over the shared memory, is refused at
+// launch).
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
 // Whether cfg's window ring fits a block's shared memory for g (the supports() checks hold for 16x8 tiles in three
 // stages).
 bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16);
-// Whether the interleaved order's filters fit cfg's block without fewer blocks per SM than the sliced order's.
-bool tma_cc_interleaved_keeps_blocks(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
 // The dispatchers' check of a forced CNN_DWCONV_F16_PATH / CNN_DWCONV_F32_PATH = tma: a one-line error naming the

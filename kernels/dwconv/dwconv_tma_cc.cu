@@ -5,9 +5,10 @@
 // Persistent blocks walk tiles of 16 output rows x 8 (or 16) columns x one 128-byte channel slice (64 halves or 32
 // floats), in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x
 // (tile width + FW - 1) positions of the slice, stages - 1 tiles ahead into a ring of shared-memory stages; an
-// mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels (TmaCcConfig::lane_bytes) x the 8 outputs of
-// one tile row, or of two rows (rows_per_thread, 8-byte lanes). The filter of the block's slice sits in shared memory
-// as FP32 (rotated for backward-data), the bias in registers.
+// mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels
+// (TmaCcConfig::lane_bytes) x 8 outputs of one tile row, or of two rows (rows_per_thread, 8-byte lanes); a 16-column
+// tile has two such column groups. The filter of the block's slice (interleaved order: of every slice) sits in shared
+// memory as FP32 (rotated for backward-data), the bias in registers.
 //
 // Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
 // 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
@@ -152,7 +153,8 @@ size_t smem_bytes(int fh, int fw, int stages) {  // one slice's filter
 }
 
 // Tile t -> (channel slice, image, tile row, tile column), columns fastest and the channel slice slowest, so a
-// persistent block reloads its filter only when its tiles cross into the next slice.
+// persistent block reloads its filter only when its tiles cross into the next slice (interleaved order: the slice
+// fastest, every slice's filter loaded once).
 struct Tile {
   int c0, n, oh0, ow0;
 };
@@ -630,38 +632,22 @@ TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
   cfg.order = order == "strided"       ? TmaTileOrder::strided
               : order == "contiguous"  ? TmaTileOrder::contiguous
-              : order == "sliced"      ? TmaTileOrder::sliced
-                                       : TmaTileOrder::interleaved;  // auto: interleaved where it keeps the blocks
-  // 16-column tiles at FP16 3x3 (1.03-1.04x, twelfth session); 5x5 and FP32 5x5 ran 0.97x on them.
+              : order == "interleaved" ? TmaTileOrder::interleaved
+                                       : TmaTileOrder::sliced;
+  // 16-column tiles at FP16 3x3 (1.12x / 1.07x / 1.07x over 16x8 on the three sweep maps, twelfth session); FP16 and
+  // FP32 5x5 ran 0.97x on them.
   cfg.tile_cols = cols != "auto" ? std::stoi(cols) : (f16 && g.fw == 3 ? 16 : 8);
   cfg.stages = stages != "auto" ? std::stoi(stages) : 3;
   if ((cols == "auto" || stages == "auto") && !tma_cc_config_fits(g, cfg, f16)) {
     if (cols == "auto") cfg.tile_cols = 8;  // the narrow window in three stages fits wherever supports() holds
     if (stages == "auto") cfg.stages = 3;
   }
-  if (order == "auto" && !tma_cc_interleaved_keeps_blocks(g, cfg, f16)) cfg.order = TmaTileOrder::sliced;
   return cfg;
 }
 
 bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
   const auto fits = [&](auto l) { return config_smem<decltype(l)>(g, cfg) <= kMaxSmem; };
   return f16 ? with_lane<__half>(cfg, fits) : with_lane<float>(cfg, fits);
-}
-
-bool tma_cc_interleaved_keeps_blocks(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
-  TmaCcConfig whole = cfg, sliced = cfg;
-  whole.order = TmaTileOrder::interleaved;
-  sliced.order = TmaTileOrder::sliced;
-  if (!tma_cc_config_fits(g, whole, f16)) return false;
-  const auto blocks = [&](const TmaCcConfig& c) {
-    const auto count = [&](auto l) {
-      int device = 0;
-      CNN_CUDA_CHECK(cudaGetDevice(&device));
-      return resident_blocks<decltype(l)>(g.fw, config_smem<decltype(l)>(g, c), device);
-    };
-    return f16 ? with_lane<__half>(c, count) : with_lane<float>(c, count);
-  };
-  return blocks(whole) >= blocks(sliced);
 }
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }

@@ -306,7 +306,8 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                                  " cols=" + std::to_string(cols) + " stages=" + std::to_string(stages) + " " +
                                  tma_tile_order_name(order);
         if (!tma_cc_config_fits(forward_geometry(params_of(k)), cfg, false)) {
-          EXPECT_FALSE(cols == 8 && stages == 3) << what;  // supported shapes fit the narrow three-stage ring
+          // Supported shapes fit the narrow three-stage ring with one slice's filter (interleaved holds them all).
+          EXPECT_FALSE(cols == 8 && stages == 3 && order != TmaTileOrder::interleaved) << what;
           continue;
         }
         check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
