@@ -88,22 +88,33 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
 inline constexpr int kTmaCcMaxFw = 5;
 // Which tiles a persistent block takes. sliced: one group of blocks per 128-byte channel slice, each group striding
 // through its slice (neighbouring tiles run at once, one filter load per block; contiguous when there are fewer
-// blocks than slices); contiguous: one range per block; strided: every gridDim.x-th tile of the whole tensor.
-enum class TmaTileOrder { sliced, contiguous, strided };
+// blocks than slices); contiguous: one range per block; strided: every gridDim.x-th tile of the whole tensor;
+// interleaved: the slices of one position are consecutive tiles and blocks take every gridDim.x-th, with every
+// slice's filter in shared memory (balanced to one tile per block whatever the slice count; sliced groups are
+// uneven when the blocks are not a multiple of the slices), measured 0.94-0.99x of sliced at FP16 3x3 (twelfth
+// session): an A/B override only.
+enum class TmaTileOrder { sliced, contiguous, strided, interleaved };
 const char* tma_tile_order_name(TmaTileOrder order);
 struct TmaCcConfig {
   int lane_bytes = 16;  // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
   TmaTileOrder order = TmaTileOrder::sliced;
   int rows_per_thread = 1;  // output rows per thread: 1, or 2 with 8-byte lanes (128 threads, FH + 1 input rows)
+  int tile_cols = 8;        // output columns per tile: 8, or 16 (twice the threads, 18x18 windows at 3x3, not 2 x 18x10)
+  int stages = 3;           // window buffers per block: the tile computed and stages - 1 prefetched (2-4)
 };
 // The shapes where the dispatchers default to it, as measured on the H200 (docs/perf/dwconv-fp16-h200.md, eighth
 // session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
 bool tma_cc_default_for(const ConvGeometry& g, bool f16);
 // Measured lanes (FP16: 8 bytes, one row per thread up to FW 3 and two above; FP32: 8 bytes from FW 5, 16 below,
-// one row) and the sliced tile order. CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES = auto | sliced |
-// contiguous | strided and CNN_DWCONV_TMA_ROWS = auto | 1 | 2 override them for A/B runs (two rows with 16-byte
-// lanes is refused at launch).
+// one row), 16-column tiles at FP16 FW 3 (8 elsewhere), three stages and the sliced tile order.
+// CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES = auto | sliced | contiguous | strided | interleaved,
+// CNN_DWCONV_TMA_ROWS = auto | 1 | 2, CNN_DWCONV_TMA_COLS = auto | 8 | 16 and CNN_DWCONV_TMA_STAGES = auto | 2 | 3 | 4
+// override them for A/B runs (two rows with 16-byte lanes, or a window ring over the shared memory, is refused at
+// launch).
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16);
+// Whether cfg's window ring fits a block's shared memory for g (the supports() checks hold for 16x8 tiles in three
+// stages).
+bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16);
 bool tma_cc_f16_supports(const ConvGeometry& g);
 bool tma_cc_f32_supports(const ConvGeometry& g);
 // The dispatchers' check of a forced CNN_DWCONV_F16_PATH / CNN_DWCONV_F32_PATH = tma: a one-line error naming the

@@ -2,12 +2,13 @@
 // fed by the Tensor Memory Accelerator, FP16 or FP32 data, FP32 accumulation. NHWC, stride 1, 16-byte aligned
 // tensors, C % 8 == 0 (FP16) or C % 4 == 0 (FP32), sm_90.
 //
-// Persistent blocks walk tiles of 16 output rows x 8 columns x one 128-byte channel slice (64 halves or 32 floats),
-// in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x (8 + FW - 1)
-// positions of the slice, kStages - 1 tiles ahead into a ring of shared-memory stages; an mbarrier per stage says when
-// its bytes have landed. Thread = one lane of 16 or 8 bytes of channels (TmaCcConfig::lane_bytes) x the 8 outputs of
-// one tile row, or of two rows (rows_per_thread, 8-byte lanes). The filter of the block's slice sits in shared memory
-// as FP32 (rotated for backward-data), the bias in registers.
+// Persistent blocks walk tiles of 16 output rows x 8 (or 16) columns x one 128-byte channel slice (64 halves or 32
+// floats), in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x
+// (tile width + FW - 1) positions of the slice, stages - 1 tiles ahead into a ring of shared-memory stages; an
+// mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels
+// (TmaCcConfig::lane_bytes) x 8 outputs of one tile row, or of two rows (rows_per_thread, 8-byte lanes); a 16-column
+// tile has two such column groups. The filter of the block's slice (interleaved order: of every slice) sits in shared
+// memory as FP32 (rotated for backward-data), the bias in registers.
 //
 // Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
 // 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
@@ -41,8 +42,7 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kRows = 16;                // output rows per tile
-constexpr int kTM = 8;                   // output columns per tile and thread
-constexpr int kStages = 3;               // tiles in flight per block: the one computed and two prefetched
+constexpr int kTM = 8;                   // output columns per thread
 constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
 
@@ -51,7 +51,9 @@ constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barrier
 // threads with half the accumulators each, so twice the warps fit an SM for the same shared memory (registers are
 // the limit otherwise). Two rows per thread (8-byte lanes only: twice the accumulators) read FH + 1 input rows for two
 // output rows instead of 2 FH, so a third fewer shared-memory loads and FP16 widenings at 3x3, in 128-thread blocks.
-template <class T, int kBytes, int kRpt = 1>
+// kCg column groups of kTM columns make a tile kTM * kCg columns wide: a wider window re-reads fewer halo columns
+// from L2 (3x3: 18x10 positions per 16x8 tile = 1.41 per output, 18x18 per 16x16 = 1.27).
+template <class T, int kBytes, int kRpt = 1, int kCg = 1>
 struct Lane {
   using Elem = T;
   using Vec = std::conditional_t<kBytes == 16, uint4, uint2>;
@@ -61,7 +63,12 @@ struct Lane {
   static constexpr int kLanes = kSliceBytes / kBytes;  // lanes of one slice
   static constexpr int kRowsPerThread = kRpt;
   static_assert(kRpt == 1 || kRpt == 2, "one or two output rows per thread");
-  static constexpr int kThreads = kLanes * kRows / kRpt;
+  static_assert(kCg == 1 || kCg == 2, "one or two column groups per tile");
+  static constexpr int kRowSlots = kRows / kRpt;  // threads down a column group
+  static constexpr int kTileW = kTM * kCg;  // output columns per tile
+  static constexpr int kThreads = kLanes * kRowSlots * kCg;
+  // 128-thread and 256-thread blocks run three per SM (as measured); 512-thread blocks one or more.
+  static constexpr int kMinBlocks = kCg == 1 ? 3 : 1;
   static constexpr int kBN = kSliceBytes / static_cast<int>(sizeof(T));  // channels of one slice
   static constexpr int kBytesPerLane = kBytes;
   static constexpr CUtensorMapDataType kMapType =
@@ -111,25 +118,43 @@ struct TmaArgs {
   typename L::Elem* __restrict__ dst;         // (N, out_h, out_w, C)
   int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
-  int stage_bytes;
+  int stage_bytes, stages;
   int order;                             // TmaTileOrder
+  int slices;                            // channel slices
+  int filter_floats;                     // shared-memory floats before the mbarriers: filter(s), bias (interleaved)
   cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
+  cuda::FastDivmod div_s;                // slices (interleaved order)
 };
 
-size_t stage_bytes(int fh, int fw) { return size_t(kRows + fh - 1) * (kTM + fw - 1) * kSliceBytes; }
+template <class L>
+size_t stage_bytes(int fh, int fw) {
+  return size_t(kRows + fh - 1) * (L::kTileW + fw - 1) * kSliceBytes;
+}
 template <class L>
 size_t filter_bytes(int fh, int fw) {
   return size_t(fh) * fw * L::kBN * sizeof(float);
 }
-// [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
-// [tap][slice channels], then one mbarrier per stage.
+// Floats of filter (and bias) in shared memory: one slice's filter, or with the interleaved order every slice's
+// filter and the whole bias (each a multiple of 32 floats, so the mbarriers after them stay 8-byte aligned).
 template <class L>
-size_t smem_bytes(int fh, int fw) {
-  return kStages * stage_bytes(fh, fw) + filter_bytes<L>(fh, fw) + kStages * sizeof(uint64_t);
+int filter_floats(const ConvGeometry& g, TmaTileOrder order) {
+  const int slices = (g.c + L::kBN - 1) / L::kBN, per_slice = g.fh * g.fw * L::kBN;
+  return order == TmaTileOrder::interleaved ? slices * (per_slice + L::kBN) : per_slice;
+}
+// [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
+// [slice][tap][slice channels] (and the bias), then one mbarrier per stage.
+template <class L>
+size_t smem_bytes(int fh, int fw, int stages, size_t filter_floats) {
+  return stages * stage_bytes<L>(fh, fw) + filter_floats * sizeof(float) + stages * sizeof(uint64_t);
+}
+template <class L>
+size_t smem_bytes(int fh, int fw, int stages) {  // one slice's filter
+  return smem_bytes<L>(fh, fw, stages, filter_bytes<L>(fh, fw) / sizeof(float));
 }
 
 // Tile t -> (channel slice, image, tile row, tile column), columns fastest and the channel slice slowest, so a
-// persistent block reloads its filter only when its tiles cross into the next slice.
+// persistent block reloads its filter only when its tiles cross into the next slice (interleaved order: the slice
+// fastest, every slice's filter loaded once).
 struct Tile {
   int c0, n, oh0, ow0;
 };
@@ -139,28 +164,36 @@ struct Tile {
 // 0.96-1.01x (FP16 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not
 // understood.
 template <class L>
-constexpr bool kDivisorTiles = L::kThreads == 128;
+constexpr bool kDivisorTiles = L::kLanes * L::kRowSlots == 128;  // per column group: wide tiles run as many warps
 
+// Interleaved order: tile t is slice t % slices of position t / slices, the position's digits as above.
 template <class L>
 __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   Tile p;
+  int slice = -1;
+  if (a.order == static_cast<int>(TmaTileOrder::interleaved)) {
+    uint32_t r = 0;
+    t = static_cast<int>(a.div_s.divmod(static_cast<uint32_t>(t), r));
+    slice = static_cast<int>(r);
+  }
   if constexpr (kDivisorTiles<L>) {
     uint32_t r = 0;
     uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
-    p.ow0 = static_cast<int>(r) * kTM;
+    p.ow0 = static_cast<int>(r) * L::kTileW;
     q = a.div_h.divmod(q, r);
     p.oh0 = static_cast<int>(r) * kRows;
     q = a.div_n.divmod(q, r);
     p.n = static_cast<int>(r);
     p.c0 = static_cast<int>(q) * L::kBN;
   } else {
-    p.ow0 = (t % a.tiles_w) * kTM;
+    p.ow0 = (t % a.tiles_w) * L::kTileW;
     t /= a.tiles_w;
     p.oh0 = (t % a.tiles_h) * kRows;
     t /= a.tiles_h;
     p.n = t % a.n;
     p.c0 = (t / a.n) * L::kBN;
   }
+  if (slice >= 0) p.c0 = slice * L::kBN;
   return p;
 }
 
@@ -181,11 +214,12 @@ __device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
     const int rank = block - lo, size = hi - lo;
     return {s * per_slice + rank, size, rank < per_slice ? (per_slice - rank - 1) / size + 1 : 0};
   }
-  if (a.order != static_cast<int>(TmaTileOrder::strided)) {  // contiguous, or sliced with fewer blocks than slices
+  if (a.order == static_cast<int>(TmaTileOrder::contiguous) || a.order == static_cast<int>(TmaTileOrder::sliced)) {
+    // contiguous, or sliced with fewer blocks than slices
     const int first = static_cast<int>(1LL * block * a.tiles / grid);
     return {first, 1, static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first};
   }
-  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};
+  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};  // strided, interleaved
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -209,40 +243,51 @@ __device__ __forceinline__ void load_filter_row(const float* wl, int i, float (&
     }
 }
 
-// Output row oh of a tile (the thread's lane at channel ch): acc[u] narrowed and stored for the columns inside the map.
+// Output row oh from column ow of a tile (the thread's lane at channel ch): acc[u] narrowed and stored for the
+// columns inside the map.
 template <class L>
-__device__ __forceinline__ void store_row(const TmaArgs<L>& a, const Tile& p, int oh, int ch,
+__device__ __forceinline__ void store_row(const TmaArgs<L>& a, const Tile& p, int oh, int ow, int ch,
                                           const float (&acc)[kTM][L::kCpl]) {
-  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + p.ow0) * a.c + ch;
+  auto* out = a.dst + ((static_cast<long long>(p.n) * a.out_h + oh) * a.out_w + ow) * a.c + ch;
 #pragma unroll
   for (int u = 0; u < kTM; ++u) {
-    if (p.ow0 + u >= a.out_w) break;
+    if (ow + u >= a.out_w) break;
     *reinterpret_cast<typename L::Vec*>(out + static_cast<long long>(u) * a.c) = L::narrow(acc[u]);
   }
+}
+
+// A thread's place in a tile: lane cq of the slice, first output row r (of kRpt), column group g.
+struct ThreadSpot {
+  int cq, r, g;
+};
+template <class L>
+__device__ __forceinline__ ThreadSpot thread_spot() {
+  const int t = static_cast<int>(threadIdx.x), slot = t / L::kLanes;
+  return {t % L::kLanes, slot % L::kRowSlots * L::kRowsPerThread, slot / L::kRowSlots};
 }
 
 // One tile row of one lane from a landed stage: acc[u] = bias + sum over the window of inputs x filter, stored.
 template <class L, int kFW>
 __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
                                             const float (&b)[L::kCpl], const Tile& p) {
-  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
-  const int cq = threadIdx.x % kLanes, r = threadIdx.x / kLanes;
-  const int oh = p.oh0 + r, ch = p.c0 + kCpl * cq;
-  if (oh >= a.out_h || ch >= a.c) return;
+  constexpr int kCols = L::kTileW + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;  // window columns
+  const auto [cq, r, g] = thread_spot<L>();
+  const int oh = p.oh0 + r, ow = p.ow0 + g * kTM, ch = p.c0 + kCpl * cq;
+  if (oh >= a.out_h || ow >= a.out_w || ch >= a.c) return;
   float acc[kTM][kCpl];
 #pragma unroll
   for (int u = 0; u < kTM; ++u)
 #pragma unroll
     for (int e = 0; e < kCpl; ++e) acc[u][e] = b[e];
   using Vec = typename L::Vec;
-  const Vec* win = reinterpret_cast<const Vec*>(stage) + r * kCols * kLanes + cq;
+  const Vec* win = reinterpret_cast<const Vec*>(stage) + (r * kCols + g * kTM) * kLanes + cq;
   const float* wl = wsm + kF<L> * cq;
   for (int i = 0; i < a.fh; ++i) {
     float wf[kFW][kCpl];
     load_filter_row<L, kFW>(wl, i, wf);
     const Vec* in = win + i * kCols * kLanes;
 #pragma unroll
-    for (int q = 0; q < kCols; ++q) {
+    for (int q = 0; q < kTM + kFW - 1; ++q) {
       float x[kCpl];
       L::widen(in[q * kLanes], x);
 #pragma unroll
@@ -255,7 +300,7 @@ __device__ __forceinline__ void compute_row(const TmaArgs<L>& a, const unsigned 
       }
     }
   }
-  store_row(a, p, oh, ch, acc);
+  store_row(a, p, oh, ow, ch, acc);
 }
 
 // Window row i of a thread's pair of output rows (r0, r0 + 1): row r0 takes filter row i when bit 0 of kUse is set,
@@ -291,10 +336,10 @@ __device__ __forceinline__ void input_row_pair(float (&acc)[2][kTM][L::kCpl], co
 template <class L, int kFW>
 __device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsigned char* stage, const float* wsm,
                                                  const float (&b)[L::kCpl], const Tile& p) {
-  constexpr int kCols = kTM + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;
-  const int cq = threadIdx.x % kLanes, r0 = threadIdx.x / kLanes * 2;
-  const int oh = p.oh0 + r0, ch = p.c0 + kCpl * cq;
-  if (oh >= a.out_h || ch >= a.c) return;
+  constexpr int kCols = L::kTileW + kFW - 1, kCpl = L::kCpl, kLanes = L::kLanes;  // window columns
+  const auto [cq, r0, g] = thread_spot<L>();
+  const int oh = p.oh0 + r0, ow = p.ow0 + g * kTM, ch = p.c0 + kCpl * cq;
+  if (oh >= a.out_h || ow >= a.out_w || ch >= a.c) return;
   float acc[2][kTM][kCpl];
 #pragma unroll
   for (int k = 0; k < 2; ++k)
@@ -303,19 +348,19 @@ __device__ __forceinline__ void compute_row_pair(const TmaArgs<L>& a, const unsi
 #pragma unroll
       for (int e = 0; e < kCpl; ++e) acc[k][u][e] = b[e];
   using Vec = typename L::Vec;
-  const Vec* win = reinterpret_cast<const Vec*>(stage) + r0 * kCols * kLanes + cq;
+  const Vec* win = reinterpret_cast<const Vec*>(stage) + (r0 * kCols + g * kTM) * kLanes + cq;
   const float* wl = wsm + kF<L> * cq;
   input_row_pair<L, kFW, 1>(acc, win, wl, 0);
   for (int i = 1; i < a.fh; ++i) input_row_pair<L, kFW, 3>(acc, win + i * kCols * kLanes, wl, i);
   input_row_pair<L, kFW, 2>(acc, win + a.fh * kCols * kLanes, wl, a.fh);
-  store_row(a, p, oh, ch, acc[0]);
-  if (oh + 1 < a.out_h) store_row(a, p, oh + 1, ch, acc[1]);
+  store_row(a, p, oh, ow, ch, acc[0]);
+  if (oh + 1 < a.out_h) store_row(a, p, oh + 1, ow, ch, acc[1]);
 }
 
-// The block's channel slice of the filter as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
-// backward-data; zeros past C), and this thread's bias values.
+// The filter of the channel slice at c0 as FP32 in shared memory ([tap][filter_slot], rotated by 180 degrees for
+// backward-data; zeros past C).
 template <class L, int kFW>
-__device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* wsm, float (&b)[L::kCpl]) {
+__device__ __forceinline__ void load_slice_filter(const TmaArgs<L>& a, int c0, float* wsm) {
   constexpr int kBn = L::kBN;
   for (int idx = threadIdx.x; idx < a.fh * kFW * kBn; idx += L::kThreads) {
     const int k = idx % kBn, tap = idx / kBn, i = tap / kFW, j = tap % kFW;
@@ -323,55 +368,81 @@ __device__ __forceinline__ void load_slice(const TmaArgs<L>& a, int c0, float* w
     wsm[tap * kBn + filter_slot<L>(k)] =
         c0 + k < a.c ? L::to_float(a.w[(static_cast<long long>(si) * kFW + sj) * a.c + c0 + k]) : 0.f;
   }
-  const int ch = c0 + L::kCpl * (threadIdx.x % L::kLanes);
+}
+// This thread's bias values for the slice at c0 (zeros past C or without a bias).
+template <class L>
+__device__ __forceinline__ void load_bias(const TmaArgs<L>& a, int c0, float (&b)[L::kCpl]) {
+  const int ch = c0 + L::kCpl * thread_spot<L>().cq;
 #pragma unroll
   for (int e = 0; e < L::kCpl; ++e) b[e] = a.bias != nullptr && ch + e < a.c ? L::to_float(a.bias[ch + e]) : 0.f;
 }
 #endif
 
 template <class L, int kFW>
-__global__ void __launch_bounds__(L::kThreads, 3)
+__global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
     dwconv_tma_cc_kernel(const __grid_constant__ CUtensorMap src, const TmaArgs<L> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char smem[];
-  float* wsm = reinterpret_cast<float*>(smem + kStages * a.stage_bytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.fh * kFW * L::kBN);  // 8-byte aligned: >= 128 bytes per tap
+  const int stages = a.stages;
+  float* wsm = reinterpret_cast<float*>(smem + stages * a.stage_bytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.filter_floats);  // 8-byte aligned (filter_floats)
+  // Interleaved order: consecutive tiles of a block are in different slices, so every slice's filter and the bias
+  // are loaded once, up front.
+  const bool whole = a.order == static_cast<int>(TmaTileOrder::interleaved);
+  const int taps_floats = a.fh * kFW * L::kBN;  // one slice's filter
+  float* bsm = wsm + a.slices * taps_floats;    // interleaved: the bias, slices x kBN floats
   const TileRange range = tile_range(a);
   const int first = range.first, step = range.step, my_tiles = range.count;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
+    for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
+  if (whole) {
+    for (int sl = 0; sl < a.slices; ++sl) load_slice_filter<L, kFW>(a, sl * L::kBN, wsm + sl * taps_floats);
+    for (int c = threadIdx.x; c < a.slices * L::kBN; c += L::kThreads)
+      bsm[c] = a.bias != nullptr && c < a.c ? L::to_float(a.bias[c]) : 0.f;
+  }
   __syncthreads();
-  // Thread 0: the k-th tile of this block into stage k % kStages (its previous use ended at a block barrier).
+  // Thread 0: the k-th tile of this block into the next stage of the ring, `put` (its previous use ended at a block
+  // barrier). Ring positions advance by one per tile, without divisions.
+  int put = 0;
   const auto issue = [&](int k) {
     const Tile p = tile_at(a, first + k * step);
-    const int s = k % kStages;
+    const int s = put;
+    put = put + 1 == stages ? 0 : put + 1;
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
                                    static_cast<uint32_t>(a.stage_bytes));
     const int32_t coords[4] = {p.c0, p.ow0 - a.pad_l, p.oh0 - a.pad_t, p.n};
     ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem + s * a.stage_bytes, &src, coords, &full[s]);
   };
   if (threadIdx.x == 0)
-    for (int k = 0; k < kStages - 1 && k < my_tiles; ++k) issue(k);
-  int slice = -1;
+    for (int k = 0; k < stages - 1 && k < my_tiles; ++k) issue(k);
+  int slice = -1, s = 0;
+  uint32_t phase = 0;  // of stage s's mbarrier: flips each time the ring wraps
   float b[L::kCpl];
   for (int k = 0; k < my_tiles; ++k) {
-    if (threadIdx.x == 0 && k + kStages - 1 < my_tiles) issue(k + kStages - 1);
+    if (threadIdx.x == 0 && k + stages - 1 < my_tiles) issue(k + stages - 1);
     const Tile p = tile_at(a, first + k * step);
-    if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
-      load_slice<L, kFW>(a, p.c0, wsm, b);
+    const float* wt = wsm;
+    if (whole) {
+      wt += p.c0 / L::kBN * taps_floats;
+      const float* bl = bsm + p.c0 + L::kCpl * thread_spot<L>().cq;
+#pragma unroll
+      for (int e = 0; e < L::kCpl; ++e) b[e] = bl[e];
+    } else if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
+      load_slice_filter<L, kFW>(a, p.c0, wsm);
+      load_bias(a, p.c0, b);
       slice = p.c0;
       __syncthreads();
     }
-    const int s = k % kStages;
-    while (!ptx::mbarrier_try_wait_parity(&full[s], static_cast<uint32_t>((k / kStages) & 1))) {
+    while (!ptx::mbarrier_try_wait_parity(&full[s], phase)) {
     }
     if constexpr (L::kRowsPerThread == 1)
-      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
     else
-      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
+      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
     __syncthreads();  // stage s is free for the tile issued next iteration
+    if (++s == stages) s = 0, phase ^= 1;
   }
 #endif
 }
@@ -414,7 +485,7 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
   const cuuint64_t dims[4] = {cuuint64_t(g.c), cuuint64_t(g.in_w), cuuint64_t(g.in_h), cuuint64_t(g.n)};
   const cuuint64_t row = cuuint64_t(g.c) * sizeof(typename L::Elem);
   const cuuint64_t strides[3] = {row, row * g.in_w, row * g.in_w * g.in_h};
-  const cuuint32_t box[4] = {L::kBN, cuuint32_t(kTM + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
+  const cuuint32_t box[4] = {L::kBN, cuuint32_t(L::kTileW + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   const CUresult r = encode_tiled()(&m, L::kMapType, 4, const_cast<typename L::Elem*>(src), dims, strides, box, unit,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -424,38 +495,44 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
   return m;
 }
 
-// Blocks of the kernel for (element, fw, fh) resident at once on the whole device (SMs x the runtime's occupancy
-// query, after raising the kernel's dynamic shared-memory limit): the persistent grid, computed once per device.
+// Blocks of the kernel for (element, fw) with smem bytes of dynamic shared memory resident at once on the whole
+// device (SMs x the runtime's occupancy query, after raising the kernel's dynamic shared-memory limit): the
+// persistent grid, computed once per device and size.
 template <class L>
-int resident_blocks(int fw, int fh, int device) {
+int resident_blocks(int fw, size_t smem, int device) {
   static std::mutex mu;
-  static std::map<std::tuple<int, int, int>, int> cache;
+  static std::map<std::tuple<int, size_t, int>, int> cache;
   const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(fw, fh, device);
+  const auto key = std::make_tuple(fw, smem, device);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   const TmaKernel<L> k = kernel_for<L>(fw);
-  const size_t smem = smem_bytes<L>(fh, fw);
   // The largest window any call may use: a per-shape limit would be lowered again by a later, smaller filter of
   // the same width and fail the earlier shape's next launch.
   CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
   int blocks = 0;
   CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
-  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (F=", fh, "x", fw, ")");
+  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (FW=", fw, ")");
   int sms = 0;
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   cache.emplace(key, sms * blocks);
   return sms * blocks;
 }
 
+template <class L>
+size_t config_smem(const ConvGeometry& g, const TmaCcConfig& cfg) {
+  return smem_bytes<L>(g.fh, g.fw, cfg.stages, filter_floats<L>(g, cfg.order));
+}
+
 // The tensor map's row stride must be a multiple of 16 bytes: C % 8 (FP16), C % 4 (FP32).
 template <class L>
 constexpr int kChannelMultiple = 16 / static_cast<int>(sizeof(typename L::Elem));
 
+// The shape on the narrowest tiles (16x8, three stages); launch() checks the configuration's own window.
 template <class L>
 bool supports(const ConvGeometry& g) {
   if (g.stride_h != 1 || g.stride_w != 1 || g.c % kChannelMultiple<L> != 0 || g.fw < 1 || g.fw > kTmaCcMaxFw)
     return false;
-  if (smem_bytes<L>(g.fh, g.fw) > kMaxSmem) return false;
+  if (smem_bytes<L>(g.fh, g.fw, 3) > kMaxSmem) return false;
   int device = 0, major = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&device));
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -464,37 +541,47 @@ bool supports(const ConvGeometry& g) {
 
 template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
-  return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", kTM, " BN=", L::kBN,
-                 " lane=", L::kBytesPerLane, "B", L::kRowsPerThread > 1 ? " rows=2" : "", " stages=", kStages,
+  return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", L::kTileW,
+                 " BN=", L::kBN, " lane=", L::kBytesPerLane, "B", L::kRowsPerThread > 1 ? " rows=2" : "",
+                 " stages=", cfg.stages,
                  " tiles=", tma_tile_order_name(cfg.order));
 }
 
 template <class L>
 void launch(const typename L::Elem* src, const typename L::Elem* w, const typename L::Elem* bias, typename L::Elem* dst,
             const ConvGeometry& g, const TmaCcConfig& cfg, cudaStream_t stream) {
-  CNN_CHECK(supports<L>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>,
+  using Narrow = Lane<typename L::Elem, 16>;  // supports() is about the shape, on the narrow three-stage window
+  CNN_CHECK(supports<Narrow>(g), "dwconv tma: needs sm_90, stride 1, C % ", kChannelMultiple<L>,
             " == 0, FW <= ", kTmaCcMaxFw, " and a window within ", kMaxSmem, " bytes of shared memory, got C=", g.c,
             " F=", g.fh, "x", g.fw, " stride ", g.stride_h, "x", g.stride_w);
+  const size_t smem = config_smem<L>(g, cfg);
+  CNN_CHECK(smem <= kMaxSmem, "dwconv tma: ", cfg.stages, " stages of a 16x", L::kTileW, " tile's window for F=", g.fh,
+            "x", g.fw, " (", tma_tile_order_name(cfg.order), " tiles, C=", g.c, ") need ", smem,
+            " bytes of shared memory, more than ", kMaxSmem);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
   a.order = static_cast<int>(cfg.order);
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
-  a.tiles_w = (g.out_w + kTM - 1) / kTM;
+  a.tiles_w = (g.out_w + L::kTileW - 1) / L::kTileW;
   a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
   a.div_h = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_h));
   a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
+  a.slices = (g.c + L::kBN - 1) / L::kBN;
+  a.div_s = cuda::FastDivmod(static_cast<uint32_t>(a.slices));
+  a.filter_floats = filter_floats<L>(g, cfg.order);
   const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
-  a.stage_bytes = static_cast<int>(stage_bytes(g.fh, g.fw));
+  a.stage_bytes = static_cast<int>(stage_bytes<L>(g.fh, g.fw));
+  a.stages = cfg.stages;
   int device = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&device));
-  const int grid = static_cast<int>(std::min<long long>(tiles, resident_blocks<L>(g.fw, g.fh, device)));
+  const int grid = static_cast<int>(std::min<long long>(tiles, resident_blocks<L>(g.fw, smem, device)));
   const CUtensorMap map = source_map<L>(src, g);
-  kernel_for<L>(g.fw)<<<grid, L::kThreads, smem_bytes<L>(g.fh, g.fw), stream>>>(map, a);
+  kernel_for<L>(g.fw)<<<grid, L::kThreads, smem, stream>>>(map, a);
   CNN_CHECK_LAUNCH("dwconv_tma_cc_kernel");
 }
 
-// Runs f with the Lane of cfg's width and rows per thread.
+// Runs f with the Lane of cfg's width, rows per thread and tile width.
 template <class T, class F>
 decltype(auto) with_lane(const TmaCcConfig& cfg, F&& f) {
   CNN_CHECK(cfg.lane_bytes == 16 || cfg.lane_bytes == 8, "dwconv tma: lane width must be 16 or 8 bytes, got ",
@@ -502,8 +589,14 @@ decltype(auto) with_lane(const TmaCcConfig& cfg, F&& f) {
   CNN_CHECK(cfg.rows_per_thread == 1 || (cfg.rows_per_thread == 2 && cfg.lane_bytes == 8),
             "dwconv tma: rows per thread must be 1, or 2 with 8-byte lanes, got ", cfg.rows_per_thread, " with ",
             cfg.lane_bytes, "-byte lanes");
-  if (cfg.lane_bytes == 8) return cfg.rows_per_thread == 2 ? f(Lane<T, 8, 2>{}) : f(Lane<T, 8>{});
-  return f(Lane<T, 16>{});
+  CNN_CHECK(cfg.tile_cols == kTM || cfg.tile_cols == 2 * kTM, "dwconv tma: tile width must be ", kTM, " or ",
+            2 * kTM, " columns, got ", cfg.tile_cols);
+  CNN_CHECK(cfg.stages >= 2 && cfg.stages <= 4, "dwconv tma: stages must be 2, 3 or 4, got ", cfg.stages);
+  const auto with_width = [&](auto narrow, auto wide) { return cfg.tile_cols == kTM ? f(narrow) : f(wide); };
+  if (cfg.lane_bytes == 8)
+    return cfg.rows_per_thread == 2 ? with_width(Lane<T, 8, 2>{}, Lane<T, 8, 2, 2>{})
+                                    : with_width(Lane<T, 8>{}, Lane<T, 8, 1, 2>{});
+  return with_width(Lane<T, 16>{}, Lane<T, 16, 1, 2>{});
 }
 
 }  // namespace
@@ -514,6 +607,8 @@ const char* tma_tile_order_name(TmaTileOrder order) {
       return "sliced";
     case TmaTileOrder::contiguous:
       return "contiguous";
+    case TmaTileOrder::interleaved:
+      return "interleaved";
     default:
       return "strided";
   }
@@ -527,17 +622,33 @@ bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
 
 TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
-  static const std::string order = env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided"});
+  static const std::string order =
+      env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided", "interleaved"});
   static const std::string rows = env_choice("CNN_DWCONV_TMA_ROWS", {"auto", "1", "2"});
+  static const std::string cols = env_choice("CNN_DWCONV_TMA_COLS", {"auto", "8", "16"});
+  static const std::string stages = env_choice("CNN_DWCONV_TMA_STAGES", {"auto", "2", "3", "4"});
   TmaCcConfig cfg;
   cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 || g.fw >= 5 ? 8 : 16);
   cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
-  cfg.order = order == "strided"      ? TmaTileOrder::strided
-              : order == "contiguous" ? TmaTileOrder::contiguous
-                                      : TmaTileOrder::sliced;
+  cfg.order = order == "strided"       ? TmaTileOrder::strided
+              : order == "contiguous"  ? TmaTileOrder::contiguous
+              : order == "interleaved" ? TmaTileOrder::interleaved
+                                       : TmaTileOrder::sliced;
+  // 16-column tiles at FP16 3x3 (1.12x / 1.07x / 1.07x over 16x8 on the three sweep maps, twelfth session); FP16 and
+  // FP32 5x5 ran 0.97x on them.
+  cfg.tile_cols = cols != "auto" ? std::stoi(cols) : (f16 && g.fw == 3 ? 16 : 8);
+  cfg.stages = stages != "auto" ? std::stoi(stages) : 3;
+  if ((cols == "auto" || stages == "auto") && !tma_cc_config_fits(g, cfg, f16)) {
+    if (cols == "auto") cfg.tile_cols = 8;  // the narrow window in three stages fits wherever supports() holds
+    if (stages == "auto") cfg.stages = 3;
+  }
   return cfg;
 }
 
+bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
+  const auto fits = [&](auto l) { return config_smem<decltype(l)>(g, cfg) <= kMaxSmem; };
+  return f16 ? with_lane<__half>(cfg, fits) : with_lane<float>(cfg, fits);
+}
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
 void tma_cc_check_forced(const ConvGeometry& g, bool f16) {

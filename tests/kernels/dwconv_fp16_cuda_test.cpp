@@ -201,7 +201,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 18; ++variant) {
+    for (int variant = 0; variant < 24; ++variant) {
       const bool ring_columns_first = variant == 17;  // the ring kernel's other block order, Q = 4
       if (variant == 4 && p.fw > kCcMaxFw) continue;
       if (variant >= 8 && !ring_columns_first && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
@@ -222,12 +222,19 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, 4, false, nullptr);
         launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, 4, false, nullptr);
       } else if (variant >= 8) {
-        // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread.
+        // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread;
+        // 18-23: 16-column tiles on each lane shape, with 2, 3 and 4 stages, and the interleaved order.
         constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
-        const TmaCcConfig cfg = variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
-                                             : TmaCcConfig{8, kOrders[variant - 14], 2};
+        constexpr TmaCcConfig kWide[] = {{16, TmaTileOrder::interleaved, 1, 16, 3}, {8, TmaTileOrder::sliced, 1, 16, 2},
+                                         {8, TmaTileOrder::interleaved, 2, 16, 4}, {8, TmaTileOrder::strided, 1, 16, 4},
+                                         {8, TmaTileOrder::interleaved, 1, 8, 3}, {8, TmaTileOrder::interleaved, 1, 16, 3}};
+        const TmaCcConfig cfg = variant >= 18  ? kWide[variant - 18]
+                                : variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
+                                               : TmaCcConfig{8, kOrders[variant - 14], 2};
         what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " rows=" + std::to_string(cfg.rows_per_thread) +
-               " " + tma_tile_order_name(cfg.order);
+               " cols=" + std::to_string(cfg.tile_cols) + " stages=" + std::to_string(cfg.stages) + " " +
+               tma_tile_order_name(cfg.order);
+        if (!tma_cc_config_fits(gf, cfg, true) || !tma_cc_config_fits(gb, cfg, true)) continue;
         launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
         launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
       } else if (variant >= 5) {
@@ -464,7 +471,7 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
   const auto path_of = [](DwconvOp op, const Case& k) { return dwconv_path_name(op, k.params(), DType::f16); };
   if (!tma_cc_f16_supports(forward_geometry(same(1, 17, 34, 72, 3, 3).params()))) GTEST_SKIP() << "needs sm_90";
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
-    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x8 BN=64 lane=8B stages"),
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x16 BN=64 lane=8B stages=3 tiles=sliced"),
               std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 3, 3));
     EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=8B rows=2"),
@@ -532,7 +539,9 @@ TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   };
   for (const auto& [cfg, why] : {std::pair{TmaCcConfig{16, TmaTileOrder::sliced, 2}, "rows per thread"},
                                  std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 3}, "rows per thread"},
-                                 std::pair{TmaCcConfig{4, TmaTileOrder::sliced, 1}, "lane width"}}) {
+                                 std::pair{TmaCcConfig{4, TmaTileOrder::sliced, 1}, "lane width"},
+                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 1, 24}, "tile width"},
+                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 1, 8, 5}, "stages"}}) {
     EXPECT_TRUE(refused([&] { launch_dwconv_tma_cc_f16(&dummy, &dummy, nullptr, &dummy, g, cfg, nullptr); }, why));
     EXPECT_TRUE(refused([&] { tma_cc_f16_describe(g, cfg); }, why));
   }
