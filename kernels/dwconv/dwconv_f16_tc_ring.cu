@@ -278,6 +278,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
 // registers than 128 leaves (51x51 spilled 160 bytes and ran 0.71-0.74x), so they keep three (~170 registers).
 // Gamma 4 (FW 25-32) moved to three in the eleventh session: at four it spilled 16 bytes after the tenth session's
 // staging change, at three it takes 161 registers without spills and ran 31x31 1.07-1.11x faster (same-call A/B).
+// Gamma 1 on five (96 registers, 8 bytes of spills, 20 warps) ran 0.93-0.97x at 7x7 (twelfth session).
 __host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 3 ? 4 : 3; }
 
 template <int kQ, int kGamma>
