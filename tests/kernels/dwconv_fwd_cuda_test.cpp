@@ -353,6 +353,33 @@ TEST(DwconvCudaEntry, ParseGemvConfig) {
   }
 }
 
+// The TMA kernel's configuration (host arithmetic only): 16-column tiles at FP16 3x3, 8 elsewhere, and 8 where the
+// wide window ring would not fit a block's shared memory; three stages, sliced tiles.
+TEST(DwconvCudaEntry, TmaConfigDefaults) {
+  for (const char* var : {"CNN_DWCONV_TMA_LANE", "CNN_DWCONV_TMA_TILES", "CNN_DWCONV_TMA_ROWS", "CNN_DWCONV_TMA_COLS",
+                          "CNN_DWCONV_TMA_STAGES"})
+    if (std::getenv(var) != nullptr) GTEST_SKIP() << var << " is set";
+  const auto config = [](const Case& k, bool f16) { return tma_cc_config(forward_geometry(params_of(k)), f16); };
+  const TmaCcConfig f16_3 = config(same(1, 17, 34, 72, 3, 3), true);
+  EXPECT_TRUE(f16_3.tile_cols == 16 && f16_3.stages == 3 && f16_3.lane_bytes == 8 && f16_3.rows_per_thread == 1 &&
+              f16_3.order == TmaTileOrder::sliced);
+  EXPECT_NE(tma_cc_f16_describe(forward_geometry(params_of(same(1, 17, 34, 72, 3, 3))), f16_3).find("tile=16x16"),
+            std::string::npos);
+  const TmaCcConfig f16_5 = config(same(1, 17, 34, 72, 5, 5), true);
+  EXPECT_TRUE(f16_5.tile_cols == 8 && f16_5.rows_per_thread == 2 && f16_5.stages == 3);
+  EXPECT_EQ(config(same(1, 17, 34, 72, 5, 5), false).tile_cols, 8);
+  // 30x3: the 16x8 window ring (45 x 10 positions x 3 stages) fits, the 16x16 one (45 x 18) does not.
+  const Case tall = same(1, 64, 34, 72, 30, 3);
+  const ConvGeometry g = forward_geometry(params_of(tall));
+  EXPECT_TRUE(tma_cc_config_fits(g, TmaCcConfig{8, TmaTileOrder::sliced, 1, 8, 3}, true));
+  EXPECT_FALSE(tma_cc_config_fits(g, TmaCcConfig{8, TmaTileOrder::sliced, 1, 16, 3}, true));
+  EXPECT_EQ(config(tall, true).tile_cols, 8);
+  // The interleaved order holds every slice's filter: at C = 12800 (200 slices of 64 halves) it does not fit.
+  const ConvGeometry wide_c = forward_geometry(params_of(same(1, 2, 8, 12800, 3, 3)));
+  EXPECT_TRUE(tma_cc_config_fits(wide_c, TmaCcConfig{8, TmaTileOrder::sliced, 1, 16, 3}, true));
+  EXPECT_FALSE(tma_cc_config_fits(wide_c, TmaCcConfig{8, TmaTileOrder::interleaved, 1, 16, 3}, true));
+}
+
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   DwconvParams p;
   p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
