@@ -82,8 +82,8 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
                               cudaStream_t stream);
 
 // CUDA-core kernel fed by the Tensor Memory Accelerator (dwconv_tma_cc.cu), FP16 and FP32 data, FP32 accumulation:
-// persistent blocks, 16x8-output tiles of one 128-byte channel slice whose input windows the TMA loads two tiles
-// ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
+// persistent blocks, 16x8- or 16x16-output tiles of one 128-byte channel slice whose input windows the TMA loads
+// stages - 1 tiles ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
 // check alignment), a window ring within the shared memory of a block.
 inline constexpr int kTmaCcMaxFw = 5;
 // Which tiles a persistent block takes. sliced: one group of blocks per 128-byte channel slice, each group striding
