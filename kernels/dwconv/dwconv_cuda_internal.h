@@ -83,8 +83,8 @@ void launch_dwconv_vslide_f32(const float* src, const float* w, const float* bia
 
 // CUDA-core kernel fed by the Tensor Memory Accelerator (dwconv_tma_cc.cu), FP16 and FP32 data, FP32 accumulation:
 // persistent blocks, 16x8- or 16x16-output tiles of one 128-byte channel slice whose input windows the TMA loads
-// stages - 1 tiles ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned tensors (callers
-// check alignment), a window ring within the shared memory of a block.
+// stages - 1 tiles ahead. sm_90, stride 1, FW <= kTmaCcMaxFw, C % 8 (FP16) or C % 4 (FP32) == 0, 16-byte aligned
+// tensors (callers check alignment), a window ring within the shared memory of a block.
 inline constexpr int kTmaCcMaxFw = 5;
 // Which tiles a persistent block takes. sliced: one group of blocks per 128-byte channel slice, each group striding
 // through its slice (neighbouring tiles run at once, one filter load per block; contiguous when there are fewer
@@ -99,7 +99,7 @@ struct TmaCcConfig {
   int lane_bytes = 16;  // channel bytes per thread: 16 (128-thread blocks) or 8 (256 threads, half the registers)
   TmaTileOrder order = TmaTileOrder::sliced;
   int rows_per_thread = 1;  // output rows per thread: 1, or 2 with 8-byte lanes (128 threads, FH + 1 input rows)
-  int tile_cols = 8;        // output columns per tile: 8, or 16 (twice the threads, 18x18 windows at 3x3, not 2 x 18x10)
+  int tile_cols = 8;        // output columns per tile: 8, or 16 (twice the threads; one 18x18 window at 3x3)
   int stages = 3;           // window buffers per block: the tile computed and stages - 1 prefetched (2-4)
 };
 // The shapes where the dispatchers default to it, as measured on the H200 (docs/perf/dwconv-fp16-h200.md, eighth

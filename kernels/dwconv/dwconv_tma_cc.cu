@@ -65,7 +65,7 @@ struct Lane {
   static_assert(kRpt == 1 || kRpt == 2, "one or two output rows per thread");
   static_assert(kCg == 1 || kCg == 2, "one or two column groups per tile");
   static constexpr int kRowSlots = kRows / kRpt;  // threads down a column group
-  static constexpr int kTileW = kTM * kCg;  // output columns per tile
+  static constexpr int kTileW = kTM * kCg;        // output columns per tile
   static constexpr int kThreads = kLanes * kRowSlots * kCg;
   // 128-thread and 256-thread blocks run three per SM (as measured); 512-thread blocks one or more.
   static constexpr int kMinBlocks = kCg == 1 ? 3 : 1;
@@ -543,8 +543,7 @@ template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", L::kTileW,
                  " BN=", L::kBN, " lane=", L::kBytesPerLane, "B", L::kRowsPerThread > 1 ? " rows=2" : "",
-                 " stages=", cfg.stages,
-                 " tiles=", tma_tile_order_name(cfg.order));
+                 " stages=", cfg.stages, " tiles=", tma_tile_order_name(cfg.order));
 }
 
 template <class L>
@@ -568,7 +567,7 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   a.slices = (g.c + L::kBN - 1) / L::kBN;
   a.div_s = cuda::FastDivmod(static_cast<uint32_t>(a.slices));
   a.filter_floats = filter_floats<L>(g, cfg.order);
-  const long long tiles = static_cast<long long>((g.c + L::kBN - 1) / L::kBN) * g.n * a.tiles_h * a.tiles_w;
+  const long long tiles = static_cast<long long>(a.slices) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
   a.stage_bytes = static_cast<int>(stage_bytes<L>(g.fh, g.fw));
@@ -589,8 +588,8 @@ decltype(auto) with_lane(const TmaCcConfig& cfg, F&& f) {
   CNN_CHECK(cfg.rows_per_thread == 1 || (cfg.rows_per_thread == 2 && cfg.lane_bytes == 8),
             "dwconv tma: rows per thread must be 1, or 2 with 8-byte lanes, got ", cfg.rows_per_thread, " with ",
             cfg.lane_bytes, "-byte lanes");
-  CNN_CHECK(cfg.tile_cols == kTM || cfg.tile_cols == 2 * kTM, "dwconv tma: tile width must be ", kTM, " or ",
-            2 * kTM, " columns, got ", cfg.tile_cols);
+  CNN_CHECK(cfg.tile_cols == kTM || cfg.tile_cols == 2 * kTM, "dwconv tma: tile width must be ", kTM, " or ", 2 * kTM,
+            " columns, got ", cfg.tile_cols);
   CNN_CHECK(cfg.stages >= 2 && cfg.stages <= 4, "dwconv tma: stages must be 2, 3 or 4, got ", cfg.stages);
   const auto with_width = [&](auto narrow, auto wide) { return cfg.tile_cols == kTM ? f(narrow) : f(wide); };
   if (cfg.lane_bytes == 8)

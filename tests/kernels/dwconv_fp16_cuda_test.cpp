@@ -225,9 +225,10 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread;
         // 18-23: 16-column tiles on each lane shape, with 2, 3 and 4 stages, and the interleaved order.
         constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
-        constexpr TmaCcConfig kWide[] = {{16, TmaTileOrder::interleaved, 1, 16, 3}, {8, TmaTileOrder::sliced, 1, 16, 2},
-                                         {8, TmaTileOrder::interleaved, 2, 16, 4}, {8, TmaTileOrder::strided, 1, 16, 4},
-                                         {8, TmaTileOrder::interleaved, 1, 8, 3}, {8, TmaTileOrder::interleaved, 1, 16, 3}};
+        constexpr TmaCcConfig kWide[] = {
+            {16, TmaTileOrder::interleaved, 1, 16, 3}, {8, TmaTileOrder::sliced, 1, 16, 2},
+            {8, TmaTileOrder::interleaved, 2, 16, 4},  {8, TmaTileOrder::strided, 1, 16, 4},
+            {8, TmaTileOrder::interleaved, 1, 8, 3},   {8, TmaTileOrder::interleaved, 1, 16, 3}};
         const TmaCcConfig cfg = variant >= 18  ? kWide[variant - 18]
                                 : variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
                                                : TmaCcConfig{8, kOrders[variant - 14], 2};
@@ -471,8 +472,8 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
   const auto path_of = [](DwconvOp op, const Case& k) { return dwconv_path_name(op, k.params(), DType::f16); };
   if (!tma_cc_f16_supports(forward_geometry(same(1, 17, 34, 72, 3, 3).params()))) GTEST_SKIP() << "needs sm_90";
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
-    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find("cuda-core tma FW=3 tile=16x16 BN=64 lane=8B stages=3 tiles=sliced"),
-              std::string::npos)
+    const std::string wide = "cuda-core tma FW=3 tile=16x16 BN=64 lane=8B stages=3 tiles=sliced";
+    EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find(wide), std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 3, 3));
     EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=8B rows=2"),
               std::string::npos)
