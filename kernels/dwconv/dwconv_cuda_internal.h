@@ -106,7 +106,8 @@ struct TmaCcConfig {
 // session): FP16 3x3 and 5x5, FP32 5x5 (FP32 3x3 keeps the row-sliding kernel, which was faster).
 bool tma_cc_default_for(const ConvGeometry& g, bool f16);
 // Measured lanes (FP16: 8 bytes, one row per thread up to FW 3 and two above; FP32: 8 bytes from FW 5, 16 below,
-// one row), 16-column tiles at FP16 FW 3 (8 elsewhere), three stages and the sliced tile order.
+// one row), 16-column tiles at FP16 FW 3 (8 elsewhere), two stages with two rows per thread (three elsewhere) and
+// the sliced tile order.
 // CNN_DWCONV_TMA_LANE = auto | 16 | 8, CNN_DWCONV_TMA_TILES = auto | sliced | contiguous | strided | interleaved,
 // CNN_DWCONV_TMA_ROWS = auto | 1 | 2, CNN_DWCONV_TMA_COLS = auto | 8 | 16 and CNN_DWCONV_TMA_STAGES = auto | 2 | 3 | 4
 // override them for A/B runs (two rows with 16-byte lanes, or a window ring over the shared memory, is refused at

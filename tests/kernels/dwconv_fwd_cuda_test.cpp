@@ -354,7 +354,8 @@ TEST(DwconvCudaEntry, ParseGemvConfig) {
 }
 
 // The TMA kernel's configuration (host arithmetic only): 16-column tiles at FP16 3x3, 8 elsewhere, and 8 where the
-// wide window ring would not fit a block's shared memory; three stages, sliced tiles.
+// wide window ring would not fit a block's shared memory; two stages with two rows per thread (FP16 5x5), three
+// elsewhere; sliced tiles.
 TEST(DwconvCudaEntry, TmaConfigDefaults) {
   for (const char* var : {"CNN_DWCONV_TMA_LANE", "CNN_DWCONV_TMA_TILES", "CNN_DWCONV_TMA_ROWS", "CNN_DWCONV_TMA_COLS",
                           "CNN_DWCONV_TMA_STAGES"})
@@ -366,8 +367,9 @@ TEST(DwconvCudaEntry, TmaConfigDefaults) {
   EXPECT_NE(tma_cc_f16_describe(forward_geometry(params_of(same(1, 17, 34, 72, 3, 3))), f16_3).find("tile=16x16"),
             std::string::npos);
   const TmaCcConfig f16_5 = config(same(1, 17, 34, 72, 5, 5), true);
-  EXPECT_TRUE(f16_5.tile_cols == 8 && f16_5.rows_per_thread == 2 && f16_5.stages == 3);
-  EXPECT_EQ(config(same(1, 17, 34, 72, 5, 5), false).tile_cols, 8);
+  EXPECT_TRUE(f16_5.tile_cols == 8 && f16_5.rows_per_thread == 2 && f16_5.stages == 2);
+  const TmaCcConfig f32_5 = config(same(1, 17, 34, 72, 5, 5), false);
+  EXPECT_TRUE(f32_5.tile_cols == 8 && f32_5.rows_per_thread == 1 && f32_5.stages == 3);
   // 30x3: the 16x8 window ring (45 x 10 positions x 3 stages) fits, the 16x16 one (45 x 18) does not.
   const Case tall = same(1, 64, 34, 72, 30, 3);
   const ConvGeometry g = forward_geometry(params_of(tall));
