@@ -91,13 +91,6 @@ bool ring_channels_first() {
   return value;
 }
 
-// CNN_DWCONV_F16_RING_FEED = auto | tma | cpasync: how the ring kernel's input rows reach shared memory. auto: the
-// TMA where it runs (Q = 2 or 4, channel blocks first).
-bool ring_feed_tma(const ConvGeometry& g) {
-  static const std::string value = env_choice("CNN_DWCONV_F16_RING_FEED", {"auto", "tma", "cpasync"});
-  return value != "cpasync" && ring_channels_first() && tc_ring_tma_supports(g, tc_ring_q_for(g.out_w));
-}
-
 std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {
   switch (path) {
     case F16Path::tensor_core: {
@@ -108,7 +101,7 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
     case F16Path::tc_ring: {
       const int q = tc_ring_q_for(g.out_w);
       return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8,
-                     ring_feed_tma(g) ? " feed=tma" : "", ring_channels_first() ? "" : " order=columns");
+                     ring_channels_first() ? "" : " order=columns");
     }
     case F16Path::cuda_core: {
       const int groups = cc_groups_per_row(g.out_w);
@@ -130,10 +123,7 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       launch_dwconv_tc_f16(src, w, bias, dst, g, tc_theta_for(g.out_w), stream);
       return;
     case F16Path::tc_ring:
-      if (ring_feed_tma(g))
-        launch_dwconv_tc_ring_tma_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), stream);
-      else
-        launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), ring_channels_first(), stream);
+      launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), ring_channels_first(), stream);
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);
