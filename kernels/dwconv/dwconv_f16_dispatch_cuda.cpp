@@ -91,6 +91,18 @@ bool ring_channels_first() {
   return value;
 }
 
+// CNN_DWCONV_F16_RING_MMA = auto | taps | pairs: the ring kernel's MMA formulation (taps: 8-tap filter fragments,
+// dwconv_f16_tc_ring.cu; pairs: channel pairs over 4-position blocks, dwconv_f16_tc_ring_pairs.cu). auto: pairs at
+// 9 <= FW <= 21 where they issue no more MMAs than taps (nd <= 2 gamma): measured 1.14-1.15x at 9x9, 1.02-1.03x at
+// 13x13, 1.17-1.18x at 17x17; taps elsewhere (pairs 0.92-0.93x at 7x7 and 31x31, 0.64-0.70x at 51x51; thirteenth
+// session). The column-first block order exists for taps only.
+bool ring_pairs(const ConvGeometry& g) {
+  static const std::string value = env_choice("CNN_DWCONV_F16_RING_MMA", {"auto", "taps", "pairs"});
+  if (value == "taps" || !ring_channels_first()) return false;
+  const bool fewer_mmas = g.fw >= 9 && g.fw <= 21 && tc_ring_pairs_nd(g.fw) <= 2 * ((g.fw + 7) / 8);
+  return value == "pairs" || fewer_mmas;
+}
+
 std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {
   switch (path) {
     case F16Path::tensor_core: {
@@ -100,6 +112,8 @@ std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool a
     }
     case F16Path::tc_ring: {
       const int q = tc_ring_q_for(g.out_w);
+      if (ring_pairs(g))
+        return str_cat(op, " f16 tc-ring mma=pairs tile=16x", 8 * q, " BN=16 offsets/group=", tc_ring_pairs_nd(g.fw));
       return str_cat(op, " f16 tc-ring tile=16x", 8 * q, " BN=16 frags/row=", (g.fw + 7) / 8,
                      ring_channels_first() ? "" : " order=columns");
     }
@@ -123,7 +137,10 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
       launch_dwconv_tc_f16(src, w, bias, dst, g, tc_theta_for(g.out_w), stream);
       return;
     case F16Path::tc_ring:
-      launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), ring_channels_first(), stream);
+      if (ring_pairs(g))
+        launch_dwconv_tc_ring_pairs_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), stream);
+      else
+        launch_dwconv_tc_ring_f16(src, w, bias, dst, g, tc_ring_q_for(g.out_w), ring_channels_first(), stream);
       return;
     case F16Path::cuda_core:
       launch_dwconv_cc_f16(src, w, bias, dst, g, stream);

@@ -120,9 +120,9 @@ struct StageJobs {
   __device__ static bool exists(int k, int tid) { return k + 1 < kJobs || kLast == 0 || (tid >> 2) < kLast; }
 };
 
-template <int kQ, int kGamma>
-struct RingTile {
-  using S = RingShape<kQ, kGamma>;
+// S: the ring's shape (RingShape, or another with the same members: kWin, kPitch, kGroupStride, kTaps, kTapStride).
+template <class S>
+struct RingTileT {
   using XJobs = StageJobs<S::kWin>;
   using FJobs = StageJobs<S::kTaps>;
   const RingArgs& a;
@@ -134,7 +134,7 @@ struct RingTile {
   unsigned ok;   // bit k: input job k's column and channels are inside the image; bit 16 + k: filter job k's tap
                  // is in [0, FW) and its channels < C
 
-  __device__ RingTile(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
+  __device__ RingTileT(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
       : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t), tid(t) {
     const int grp = t & 3, ch = c0 + 4 * grp, col = t >> 2;
     const bool ch_ok = ch < a.c;
@@ -178,6 +178,9 @@ struct RingTile {
     }
   }
 };
+
+template <int kQ, int kGamma>
+using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 
 // Output tile staging: position (row, col) of the tile, P = row * kCols + col, holds 4 units of 8 bytes (channel
 // groups). The unit index is XOR-swizzled within its 128-byte line by tile_swizzle so that the accumulator stores

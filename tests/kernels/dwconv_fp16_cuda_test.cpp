@@ -186,7 +186,8 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
   // Filter widths cover every fragment count of the ring kernel (gamma = ceil(FW/8) = 1..8); heights > 16 give
   // several row tiles, C = 72 and 24 leave a partial 16-channel block, odd paddings crop or extend; C = 136 and 200
   // leave a partial 64-channel slice of the CUDA-core kernels, asymmetric padding puts TMA boxes past either edge;
-  // the last shape has more tiles than the TMA kernel has blocks, so each block walks several.
+  // 4x64x64x200 has more tiles than the TMA kernel has blocks, so each block walks several; FW = 63 is the ring
+  // kernels' widest class (8 fragments; 17 block offsets on channel pairs).
   for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(2, 13, 70, 64, 9, 9), same(1, 9, 20, 8, 29, 29),
                         same(1, 33, 12, 64, 51, 5), same(1, 12, 33, 128, 5, 51), same(1, 17, 34, 72, 2, 2),
                         Case{1, 17, 34, 72, 3, 10, 1, 1, 4, 0, 0, 12}, same(1, 40, 45, 24, 17, 17),
@@ -194,17 +195,19 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
                         same(1, 19, 66, 8, 61, 61), same(1, 23, 9, 16, 31, 31),
                         same(2, 17, 34, 72, 4, 4), same(1, 20, 41, 136, 5, 5),
                         Case{3, 21, 19, 64, 5, 3, 1, 1, 0, 4, 2, 0}, same(2, 35, 70, 200, 1, 1),
-                        same(4, 64, 64, 200, 3, 3)}) {
+                        same(4, 64, 64, 200, 3, 3), same(1, 10, 70, 16, 5, 63)}) {
     const DwconvParams p = k.params();
     const HalfData d = f16test::make_data(p, seed++);
     const f16test::References ref = f16test::references(p, d);
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 24; ++variant) {
+    for (int variant = 0; variant < 27; ++variant) {
       const bool ring_columns_first = variant == 17;  // the ring kernel's other block order, Q = 4
+      const bool ring_pairs = variant >= 24;           // the ring kernel on channel pairs, Q = 1, 2, 4
       if (variant == 4 && p.fw > kCcMaxFw) continue;
-      if (variant >= 8 && !ring_columns_first && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))) continue;
+      if (variant >= 8 && !ring_columns_first && !ring_pairs && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb)))
+        continue;
       if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
       y.poison(), dx.poison();
       std::string what;
@@ -217,6 +220,11 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
         what = "direct vec8";
         launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
         launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
+      } else if (ring_pairs) {
+        const int q = 1 << (variant - 24);
+        what = "tc-ring pairs Q" + std::to_string(q);
+        launch_dwconv_tc_ring_pairs_f16(x.get(), w.get(), b.get(), y.get(), gf, q, nullptr);
+        launch_dwconv_tc_ring_pairs_f16(dy.get(), w.get(), nullptr, dx.get(), gb, q, nullptr);
       } else if (ring_columns_first) {
         what = "tc-ring Q4 columns first";
         launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, 4, false, nullptr);
@@ -480,6 +488,12 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
         << path_of(op, same(1, 17, 34, 72, 5, 5));
     for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7), same(1, 17, 34, 12, 3, 3)})
       EXPECT_EQ(path_of(op, k).find("tma"), std::string::npos) << path_of(op, k);
+    // The ring kernel on channel pairs at 9 <= FW <= 21 where it issues no more MMAs (9, 13, 17 measured), 8-tap
+    // fragments at 7, 15, 31 and 51.
+    for (int f : {9, 13, 17, 21})
+      EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring mma=pairs"), std::string::npos) << f;
+    for (int f : {7, 15, 31, 51})
+      EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring tile="), std::string::npos) << f;
   }
 }
 
