@@ -27,6 +27,13 @@ __device__ __forceinline__ void cp_async_ca8(void* smem_dst, const void* gmem_sr
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
 }
 
+// 4 bytes through L1: for layouts that split a position's channels further (channel-pair planes).
+__device__ __forceinline__ void cp_async_ca4(void* smem_dst, const void* gmem_src, bool pred) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  const int src_bytes = pred ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // Waits until at most kPending committed groups of this thread are still in flight.

@@ -92,15 +92,13 @@ bool ring_channels_first() {
 }
 
 // CNN_DWCONV_F16_RING_MMA = auto | taps | pairs: the ring kernel's MMA formulation (taps: 8-tap filter fragments,
-// dwconv_f16_tc_ring.cu; pairs: channel pairs over 4-position blocks, dwconv_f16_tc_ring_pairs.cu). auto: pairs at
-// 9 <= FW <= 21 where they issue no more MMAs than taps (nd <= 2 gamma): measured 1.14-1.15x at 9x9, 1.02-1.03x at
-// 13x13, 1.17-1.18x at 17x17; taps elsewhere (pairs 0.92-0.93x at 7x7 and 31x31, 0.64-0.70x at 51x51; thirteenth
-// session). The column-first block order exists for taps only.
+// dwconv_f16_tc_ring.cu; pairs: channel pairs over 4-position blocks, dwconv_f16_tc_ring_pairs.cu). auto: pairs from
+// FW = 9 (measured 1.04-1.21x over taps at 9x9-51x51), taps below (pairs 0.93x at 7x7; thirteenth session). The
+// column-first block order exists for taps only.
 bool ring_pairs(const ConvGeometry& g) {
   static const std::string value = env_choice("CNN_DWCONV_F16_RING_MMA", {"auto", "taps", "pairs"});
   if (value == "taps" || !ring_channels_first()) return false;
-  const bool fewer_mmas = g.fw >= 9 && g.fw <= 21 && tc_ring_pairs_nd(g.fw) <= 2 * ((g.fw + 7) / 8);
-  return value == "pairs" || fewer_mmas;
+  return value == "pairs" || g.fw >= 9;
 }
 
 std::string describe(const char* op, const ConvGeometry& g, F16Path path, bool aligned) {

@@ -26,7 +26,7 @@ int tc_ring_q_for(int out_w);  // output blocks of 8 columns per warp: 4, 2 or 1
 // false puts column tiles fastest (the order before the eleventh session, kept for A/B runs).
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                                const ConvGeometry& g, int q, bool channels_first, cudaStream_t stream);
-// The same block, ring and staging with channel pairs in the MMA's k dimension (dwconv_f16_tc_ring_pairs.cu): no byte
+// The same block and ring with channel pairs in the MMA's k dimension (dwconv_f16_tc_ring_pairs.cu): no byte
 // permutes or band masks; nd = (FW + 2) / 4 + 1 block offsets per output group of 4 columns. Channel blocks first.
 int tc_ring_pairs_nd(int fw);
 void launch_dwconv_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst,

@@ -1,21 +1,27 @@
 // The ring kernel with channel pairs in the MMA's k dimension: FP16 depthwise convolution on tensor cores, FP32
-// accumulation, stride 1, forward and backward-data (filter read rotated). Same block, ring of input rows and cp.async
-// staging as dwconv_f16_tc_ring.cu; the MMA formulation differs.
+// accumulation, stride 1, forward and backward-data (filter read rotated). Same block (128 threads, 16 channels, a
+// warp per 4-channel group, 16 x 8Q outputs), ring of input rows and filter-row staging as dwconv_f16_tc_ring.cu;
+// the MMA formulation and the ring's layout differ.
 //
 // Per m16n8k8: k = 4 input positions x 2 channels (k = 2 position + channel), n = 4 output columns x the same 2
-// channels (n = 2 column + channel), M = 16 output rows. A[m][k] = x(row m, position 4j + k/2, channel k%2): exactly
-// the ring's layout (8 bytes = 4 channels per position), so one LDS.64 gives a lane both channel pairs of a position
-// and no byte permutes are needed (the tap-fragment kernel permutes every A register: 40 PRMT per warp and filter row
-// at 7x7, 88 at 51x51). B[k][n] = w(4d + k/2 - n/2) for equal channels (k%2 == n%2), else 0, with d = j - q the
-// block offset between input block j and output group q: a lane's B register is one filter tap of one channel in its
-// half, read from the staged filter row (zero outside [0, FW)), so no band masks either. Output group q of 4 columns
-// needs d = 0 .. nd - 1, nd = (FW + 2) / 4 + 1: per filter row and 4-channel warp 2 * 2kQ * nd MMAs (7x7: 48, the
-// tap kernel 32; 9x9: 48 against 64; 51x51: 224 against 224), 2 (2kQ + nd - 1) LDS.64 for A and nd LDS.64 for B.
-// An MMA's A operand is a register pair (row g, row g+8), which the two loads leave apart: ptxas adds 4 moves per
-// block. Measured (thirteenth session, docs/perf/dwconv-fp16-h200.md): 1.14-1.18x over the tap kernel at 9x9 and
-// 17x17 and 1.02-1.03x at 13x13 (fewer or as many MMAs), 0.92-0.93x at 7x7 and 31x31 and 0.64-0.70x at 51x51 (more
-// MMAs, or as many and the wide unrolled row); the dispatcher picks it at 9 <= FW <= 21 where nd <= 2 gamma.
-// Design: docs/dwconv-fp16.md.
+// channels (n = 2 column + channel), M = 16 output rows. A[m][k] = x(row m, position 4j + k/2, channel k%2): a lane's
+// A register is one position's channel pair, read as one word (the tap-fragment kernel builds every A register with
+// a byte permute: 40 PRMT per warp and filter row at 7x7, 88 at 51x51). B[k][n] = w(4d + k/2 - n/2) for equal
+// channels (k%2 == n%2), else 0, with d = j - q the block offset between input block j and output group q: a lane's
+// B register is one filter tap of one channel in its half, read from the staged filter row (zero outside [0, FW)),
+// so no band masks either. Output group q of 4 columns needs d = 0 .. nd - 1, nd = (FW + 2) / 4 + 1: per filter row
+// and warp 2 * 2Q * nd MMAs (Q = 4: 7x7 48, the tap kernel 32; 9x9 48 against 64; 17x17 80 against 96; 31x31 144
+// against 128; 51x51 224 against 224).
+//
+// The ring holds each (channel group, channel pair) in its own plane of 4-byte words: an MMA's A operand is the
+// register pair (row g, row g+8), and with one LDS.32 per row and pair ptxas loads the two straight into a pair.
+// (With 8-byte positions, one LDS.64 per row giving both pairs, it added 4 moves per input block: measured 1.01x of
+// planes at 9x9, 0.98-0.99x at 13x13 / 17x17, 0.86-0.89x at 31x31 / 51x51.) Staging takes two 4-byte copies per
+// position and channel group.
+//
+// Measured against the tap kernel (thirteenth session, docs/perf/dwconv-fp16-h200.md, same-call A/B, twice):
+// 1.13-1.14x at 9x9, 1.04-1.05x at 13x13, 1.21x at 17x17, 1.06-1.07x at 31x31, 1.13-1.14x at 51x51; 0.93x at 7x7
+// (half again the MMAs), where the dispatcher keeps the tap kernel (FW <= 8). Design: docs/dwconv-fp16.md.
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
@@ -27,58 +33,107 @@
 namespace cnn::dwconv {
 namespace {
 
-// Positions per ring row: a half-warp's LDS.64 reads 4 consecutive positions (32 bytes) of rows g .. g+3, so rows
-// 32 (mod 128) bytes apart put the four in different banks: pitch = 4 (mod 16) positions.
-constexpr int pitch_for_pairs(int positions) { return positions + ((4 - positions % 16) + 16) % 16; }
-
 constexpr int kPairsMaxNd = (kTcRingMaxFw + 2) / 4 + 1;  // block offsets per output group at the widest filter
 
 template <int kQ, int kNd>
 struct PairShape {
-  static constexpr int kCols = 8 * kQ;                // output columns per tile
-  static constexpr int kGroupsOut = 2 * kQ;           // output groups of 4 columns
+  static constexpr int kCols = 8 * kQ;                    // output columns per tile
+  static constexpr int kGroupsOut = 2 * kQ;               // output groups of 4 columns
   static constexpr int kBlocksIn = kGroupsOut + kNd - 1;  // input blocks of 4 positions a tile row reads
   static constexpr int kWin = 4 * kBlocksIn;
-  static constexpr int kPitch = pitch_for_pairs(kWin);
-  static constexpr int kTaps = kFront + 4 * kNd;      // staged filter row: kFront zeros, taps, zeros past FW
-  static constexpr int kGroupStride = odd_halves(kRing * kPitch);
+  static constexpr int kTaps = kFront + 4 * kNd;          // staged filter row: kFront zeros, taps, zeros past FW
   static constexpr int kTapStride = odd_halves((kTaps + 7) / 8 * 8);
-  static constexpr int kXBytes = kGroups * kGroupStride * 8;
+  // Planes: rows 4 x odd words apart, so the 8 rows x 4 words of a warp's LDS.32 fall in 32 different banks; planes
+  // 4 x odd words apart, so a warp's copies (8 planes x 4 positions) do too.
+  static constexpr int kPitchW = kWin % 8 == 4 ? kWin : kWin + 4;
+  static constexpr int kPlaneStride = kRing * kPitchW + 4;
+  static constexpr int kXBytes = 2 * kGroups * kPlaneStride * 4;
   static constexpr int kFBytes = 3 * kGroups * kTapStride * 8;
   static constexpr int kTileBytes = kRows * kCols * kBN * 2;
   static constexpr int kSmemBytes = kXBytes + kFBytes;
   static_assert(kXBytes >= kTileBytes, "the output tile is staged in the input ring");
 };
 
+__device__ __forceinline__ unsigned lds32(const void* p) {
+  unsigned v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+// Input rows into the planes: job k of thread tid is position (tid >> 3) + 16k of plane tid & 7 (channels
+// c0 + 2 (tid & 7), +1), the same positions in every row; offsets and bounds are worked out once per tile.
+template <class S>
+struct PlaneRows {
+  static constexpr int kJobs = (S::kWin + 15) / 16;
+  const RingArgs& a;
+  unsigned* dst0;     // this thread's first word in slot 0
+  int ih0, row0;
+  int x_col;          // element offset of job 0 within a source row
+  unsigned ok;        // bit k: job k's position and channels are inside the image
+  __device__ PlaneRows(const RingArgs& args, unsigned* xs, int n, int oh, int ow0, int c0, int tid)
+      : a(args), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t) {
+    const int plane = tid & 7, col = tid >> 3, ch = c0 + 2 * plane;
+    dst0 = xs + plane * S::kPlaneStride + col;
+    x_col = (ow0 - a.pad_l + col) * a.c + ch;
+    ok = 0;
+#pragma unroll
+    for (int k = 0; k < kJobs; ++k) {
+      const int iw = ow0 - a.pad_l + col + 16 * k;
+      ok |= (ch < a.c && col + 16 * k < S::kWin && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u)
+            << k;
+    }
+  }
+  __device__ __forceinline__ void stage_row(int rho, int tid) const {
+    const bool row_ok = static_cast<unsigned>(ih0 + rho) < static_cast<unsigned>(a.in_h);
+    const __half* row = a.src + static_cast<long long>(row0 + rho) * (a.in_w * a.c) + x_col;
+    unsigned* dst = dst0 + (rho % kRing) * S::kPitchW;
+#pragma unroll
+    for (int k = 0; k < kJobs; ++k) {
+      if (k + 1 == kJobs && (tid >> 3) + 16 * k >= S::kWin) break;
+      const bool job_ok = row_ok && (ok >> k & 1u);
+      cuda::cp_async_ca4(dst + 16 * k, job_ok ? row + 16 * k * a.c : a.src, job_ok);
+    }
+  }
+};
+
 // The warp's MMAs of filter row i: output groups q outer (an A block is loaded once, when group q first needs it),
 // block offsets d inner; the row's nd B registers per channel pair are loaded first.
-template <int kQ, int kNd>
-__device__ __forceinline__ void compute_row_pairs(float (&acc)[2 * kQ][2][4], const uint2* xs_grp, const uint2* taps,
-                                                  int i, int g, int t, unsigned half_mask) {
-  using S = PairShape<kQ, kNd>;
-  const uint2* row_g = xs_grp + ((i + g) % kRing) * S::kPitch + t;
-  const uint2* row_g8 = xs_grp + ((i + g + 8) % kRing) * S::kPitch + t;
-  // B: lane (g, t) holds tap 4d + t - g/2 of channel 2P + (g & 1) in half g & 1.
+template <int kNd>
+__device__ __forceinline__ void load_b(unsigned (&b)[kNd][2], const uint2* taps, int g, int t, unsigned half_mask) {
+  // Lane (g, t) holds tap 4d + t - g/2 of channel 2P + (g & 1) in half g & 1.
   const uint2* tap0 = taps + kFront + t - (g >> 1);
-  unsigned b[kNd][2];
 #pragma unroll
   for (int d = 0; d < kNd; ++d) {
     const uint2 w = lds64(tap0 + 4 * d);
     b[d][0] = w.x & half_mask;
     b[d][1] = w.y & half_mask;
   }
-  uint2 a[S::kBlocksIn], a8[S::kBlocksIn];
+}
+
+// One LDS.32 per row and channel pair; plane0 is the warp's pair-0 plane, pair 1 follows.
+template <int kQ, int kNd>
+__device__ __forceinline__ void compute_row_pairs(float (&acc)[2 * kQ][2][4], const unsigned* plane0,
+                                                  const uint2* taps, int i, int g, int t, unsigned half_mask) {
+  using S = PairShape<kQ, kNd>;
+  const unsigned* row_g = plane0 + ((i + g) % kRing) * S::kPitchW + t;
+  const unsigned* row_g8 = plane0 + ((i + g + 8) % kRing) * S::kPitchW + t;
+  unsigned b[kNd][2];
+  load_b<kNd>(b, taps, g, t, half_mask);
+  unsigned a[S::kBlocksIn][2], a8[S::kBlocksIn][2];
+  const auto load = [&](int j) {
 #pragma unroll
-  for (int j = 0; j < kNd - 1; ++j) a[j] = lds64(row_g + 4 * j), a8[j] = lds64(row_g8 + 4 * j);
+    for (int p = 0; p < 2; ++p)
+      a[j][p] = lds32(row_g + p * S::kPlaneStride + 4 * j), a8[j][p] = lds32(row_g8 + p * S::kPlaneStride + 4 * j);
+  };
+#pragma unroll
+  for (int j = 0; j < kNd - 1; ++j) load(j);
 #pragma unroll
   for (int q = 0; q < S::kGroupsOut; ++q) {
-    const int j_new = q + kNd - 1;
-    a[j_new] = lds64(row_g + 4 * j_new), a8[j_new] = lds64(row_g8 + 4 * j_new);
+    load(q + kNd - 1);
 #pragma unroll
-    for (int d = 0; d < kNd; ++d) {
-      cuda::mma_m16n8k8(acc[q][0], a[q + d].x, a8[q + d].x, b[d][0]);
-      cuda::mma_m16n8k8(acc[q][1], a[q + d].y, a8[q + d].y, b[d][1]);
-    }
+    for (int d = 0; d < kNd; ++d)
+#pragma unroll
+      for (int p = 0; p < 2; ++p) cuda::mma_m16n8k8(acc[q][p], a[q + d][p], a8[q + d][p], b[d][p]);
   }
 }
 
@@ -110,8 +165,8 @@ __device__ __forceinline__ void store_tile_pairs(const float (&acc)[2 * kQ][2][4
   write_tile_out<kCols>(ys, a, n, oh0, ow0, c0, tid);
 }
 
-// Four blocks per SM (16 warps): without byte permutes a lane holds few A operands, and ptxas fits Q = 4 in 108-128
-// registers without spills up to nd = 16 (FW 61); nd = 17 takes three (168 registers, 72 bytes of spills).
+// Four blocks per SM (16 warps): ptxas fits Q = 4 in 107-128 registers without spills up to nd = 16 (FW 61); three
+// at nd = 17 (125 registers).
 __host__ __device__ constexpr int pairs_min_blocks(int nd) { return nd <= 16 ? 4 : 3; }
 
 template <int kQ, int kNd>
@@ -131,7 +186,8 @@ __global__ void __launch_bounds__(kThreads, pairs_min_blocks(kNd)) dwconv_tc_rin
   const int th = bx % a.tiles_h;
   const int n = bx / a.tiles_h;
   const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
-  const RingTileT<S> tile(a, xs, fs, n, oh0, ow0, c0, tid);
+  const RingTileT<S> tile(a, xs, fs, n, oh0, ow0, c0, tid);  // filter rows
+  const PlaneRows<S> planes(a, reinterpret_cast<unsigned*>(xs), n, oh0, ow0, c0, tid);  // input rows
 
   const int rows = min(kRows, a.out_h - oh0);
   const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
@@ -148,22 +204,23 @@ __global__ void __launch_bounds__(kThreads, pairs_min_blocks(kNd)) dwconv_tc_rin
       for (int e = 0; e < 4; ++e) acc[q][p][e] = 0.f;
 
   if (i_lo < i_hi) {
-    for (int rho = i_lo; rho < i_lo + kRows; ++rho) tile.stage_row(rho);
+    for (int rho = i_lo; rho < i_lo + kRows; ++rho) planes.stage_row(rho, tid);
     tile.stage_filter(i_lo);
   }
   cuda::cp_async_commit();
-  if (i_lo + kRows < rho_end) tile.stage_row(i_lo + kRows);
+  if (i_lo + kRows < rho_end) planes.stage_row(i_lo + kRows, tid);
   if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
   cuda::cp_async_commit();
 
-  const uint2* xs_grp = xs + grp * S::kGroupStride;
+  const unsigned* plane0 = reinterpret_cast<const unsigned*>(xs) + 2 * grp * S::kPlaneStride;
   for (int i = i_lo; i < i_hi; ++i) {
     cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
     __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
-    if (i + kRows + 1 < rho_end) tile.stage_row(i + kRows + 1);
+    if (i + kRows + 1 < rho_end) planes.stage_row(i + kRows + 1, tid);
     if (i + 2 < i_hi) tile.stage_filter(i + 2);
     cuda::cp_async_commit();
-    compute_row_pairs<kQ, kNd>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTapStride, i, g, t, half_mask);
+    const uint2* taps = fs + ((i % 3) * kGroups + grp) * S::kTapStride;
+    compute_row_pairs<kQ, kNd>(acc, plane0, taps, i, g, t, half_mask);
   }
   cuda::cp_async_wait<0>();
   __syncthreads();  // the ring becomes the output tile
