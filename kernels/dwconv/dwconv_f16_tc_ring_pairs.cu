@@ -96,11 +96,10 @@ struct PlaneRows {
   }
 };
 
-// The warp's MMAs of filter row i: output groups q outer (an A block is loaded once, when group q first needs it),
-// block offsets d inner; the row's nd B registers per channel pair are loaded first.
+// B registers of a filter row (taps: the warp's channel group in a staged filter-row buffer): lane (g, t) holds, for
+// block offset d and channel pair P, tap 4d + t - g/2 of channel 2P + (g & 1) in half g & 1.
 template <int kNd>
 __device__ __forceinline__ void load_b(unsigned (&b)[kNd][2], const uint2* taps, int g, int t, unsigned half_mask) {
-  // Lane (g, t) holds tap 4d + t - g/2 of channel 2P + (g & 1) in half g & 1.
   const uint2* tap0 = taps + kFront + t - (g >> 1);
 #pragma unroll
   for (int d = 0; d < kNd; ++d) {
@@ -110,7 +109,9 @@ __device__ __forceinline__ void load_b(unsigned (&b)[kNd][2], const uint2* taps,
   }
 }
 
-// One LDS.32 per row and channel pair; plane0 is the warp's pair-0 plane, pair 1 follows.
+// The warp's MMAs of filter row i: output groups q outer (an A block is loaded once, when group q first needs it),
+// block offsets d inner; the row's nd B registers per channel pair are loaded first. One LDS.32 per row and channel
+// pair; plane0 is the warp's pair-0 plane, pair 1 follows it.
 template <int kQ, int kNd>
 __device__ __forceinline__ void compute_row_pairs(float (&acc)[2 * kQ][2][4], const unsigned* plane0,
                                                   const uint2* taps, int i, int g, int t, unsigned half_mask) {
