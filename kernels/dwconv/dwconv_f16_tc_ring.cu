@@ -183,23 +183,10 @@ int tc_ring_q_for(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }
 
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                                const ConvGeometry& g, int q, bool channels_first, cudaStream_t stream) {
-  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0,
-            "dwconv tc-ring f16: needs stride 1 and C % 8 == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
-  CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, "dwconv tc-ring f16: FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
-  CNN_CHECK(q == 1 || q == 2 || q == 4, "dwconv tc-ring f16: Q must be 1, 2 or 4, got ", q);
-  CNN_CHECK(static_cast<long long>(g.in_w) * g.c < (1LL << 31),
-            "dwconv tc-ring f16: a source row of W*C = ", static_cast<long long>(g.in_w) * g.c,
-            " elements does not fit the kernel's 32-bit row offsets");
+  const char* what = "dwconv tc-ring f16";
+  const RingArgs a = ring_args(src, w, bias, dst, g, q, channels_first, what);
+  const dim3 grid = ring_grid(a, g, what);
   const int gamma = (g.fw + 7) / 8;
-  const int channel_blocks = (g.c + kBN - 1) / kBN;
-  const RingArgs a{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
-                   .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
-                   .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
-                   .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = channel_blocks,
-                   .channels_first = channels_first ? 1 : 0};
-  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * channel_blocks;
-  CNN_CHECK(blocks < (1LL << 31), "dwconv tc-ring f16: grid too large for ", blocks, " blocks");
-  const dim3 grid(static_cast<unsigned>(blocks));
   switch (q) {
     case 4: launch_ring_q<4>(a, gamma, grid, stream); break;
     case 2: launch_ring_q<2>(a, gamma, grid, stream); break;

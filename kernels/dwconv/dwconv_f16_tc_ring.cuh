@@ -5,6 +5,7 @@
 
 #include <cuda_fp16.h>
 
+#include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/dwconv/dwconv_f16_internal.h"
 
@@ -52,6 +53,29 @@ struct RingArgs {
   int tiles_h, tiles_w, channel_blocks;
   int channels_first;  // block index order: channel block fastest (1) or column tile fastest (0)
 };
+
+// The launch arguments and one-block-per-tile grid of a ring kernel on (g, q), after the checks both kernels share;
+// `what` names the kernel in the errors.
+inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                          int q, bool channels_first, const char* what) {
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0, what, ": needs stride 1 and C % 8 == 0, got C=", g.c,
+            " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
+  CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
+  CNN_CHECK(static_cast<long long>(g.in_w) * g.c < (1LL << 31), what, ": a source row of W*C = ",
+            static_cast<long long>(g.in_w) * g.c, " elements does not fit the kernel's 32-bit row offsets");
+  return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
+                  .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
+                  .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
+                  .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = (g.c + kBN - 1) / kBN,
+                  .channels_first = channels_first ? 1 : 0};
+}
+
+inline dim3 ring_grid(const RingArgs& a, const ConvGeometry& g, const char* what) {
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;
+  CNN_CHECK(blocks < (1LL << 31), what, ": grid too large for ", blocks, " blocks");
+  return dim3(static_cast<unsigned>(blocks));
+}
 
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
 
