@@ -628,10 +628,9 @@ TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
   // Two stages with two rows per thread (FP16 5x5): three 128-thread blocks fit an SM instead of two, 12 warps instead
   // of 8; 1.05-1.07x on the three sweep maps, forward and backward-data (thirteenth session). Three elsewhere.
   cfg.stages = stages != "auto" ? std::stoi(stages) : (f16 && cfg.rows_per_thread == 2 ? 2 : 3);
-  if ((cols == "auto" || stages == "auto") && !tma_cc_config_fits(g, cfg, f16)) {
-    if (cols == "auto") cfg.tile_cols = 8;  // the narrow window in three stages fits wherever supports() holds
-    if (stages == "auto") cfg.stages = 3;
-  }
+  // The narrow window fits in three stages wherever supports() holds, so in the default stages too (two or three);
+  // a forced stage count that does not fit is refused at launch.
+  if (cols == "auto" && !tma_cc_config_fits(g, cfg, f16)) cfg.tile_cols = 8;
   return cfg;
 }
 
