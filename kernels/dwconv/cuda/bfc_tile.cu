@@ -1,8 +1,7 @@
 // Depthwise backward-filter (BFC) on CUDA cores, NHWC: dW (FH,FW,C) = sum over N*OH*OW of X windows * dY, FP32 dW,
 // for FP32 inputs and (the same tile kernel on half data) FP16 inputs with FP32 or hybrid accumulation. Plans
-// (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches the tiled
-// kernel (dwconv_bfc_tile.cuh) or, FP32 only, the generic one (dwconv_bfc_generic.cu). Oracle:
-// dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
+// (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches the tile
+// kernel (bfc_tile.cuh). Oracle: dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -16,10 +15,8 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
-#include "kernels/dwconv/dwconv_bfc_cuda.h"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
-#include "kernels/dwconv/dwconv_bfc_generic.cuh"
-#include "kernels/dwconv/dwconv_bfc_tile.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/bfc_tile.cuh"
 #include "kernels/dwconv/dwconv_cuda.h"
 
 namespace cnn::dwconv {
@@ -93,9 +90,7 @@ struct PhasePlan {
 };
 
 struct BfcPlan {
-  bool generic = false;
-  int generic_z = 1;
-  std::vector<PhasePlan> phases;  // tiled path: one per (pa, pb) with a non-empty sub-filter
+  std::vector<PhasePlan> phases;  // one per stride phase (pa, pb) with a non-empty sub-filter
 };
 
 // Picks the row groups per block (rg), warps along dY columns (ws) and the segment width (bow) with the best
@@ -195,18 +190,6 @@ PhasePlan plan_phase(const DwconvParams& p, int pa, int pb, const BfcForce& forc
 
 BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo& dev, TileInput in) {
   BfcPlan plan;
-  CNN_CHECK(in == TileInput::f32 || !force.generic,
-            "dwconv_backward_filter_cuda: the generic kernel takes FP32 inputs only");
-  if (force.generic) {
-    plan.generic = true;
-    const int64_t positions = int64_t(p.n) * p.oh() * p.ow();
-    const int64_t blocks_per_chunk = int64_t(p.fh) * p.fw * ceil_div(p.c, bfc::kLanes);
-    const int64_t slots = int64_t(dev.sms) * std::max(1, bfc_generic_blocks_per_sm());
-    const int64_t z_max = std::max<int64_t>(1, std::min<int64_t>(65535, positions / 64));
-    plan.generic_z = int(force.z > 0 ? std::min<int64_t>(force.z, std::min<int64_t>(65535, positions))
-                                     : std::clamp<int64_t>(ceil_div(2 * slots, blocks_per_chunk), 1, z_max));
-    return plan;
-  }
   for (int pa = 0; pa < std::min(p.stride_h, p.fh); ++pa)
     for (int pb = 0; pb < std::min(p.stride_w, p.fw); ++pb) plan.phases.push_back(plan_phase(p, pa, pb, force, dev, in));
   return plan;
@@ -257,76 +240,19 @@ void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& 
   CNN_CHECK_LAUNCH("bfc_tile_kernel");
 }
 
-// Optional one-time measurement (CNN_DWCONV_BFC_TUNE=1): times candidate Z per phase on the caller's data and
-// keeps the fastest. Synchronizes the host; never on by default.
-bool tuning_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("CNN_DWCONV_BFC_TUNE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return on;
-}
-
-float time_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                 TileInput in, cudaStream_t stream) {
-  cudaEvent_t start, stop;
-  CNN_CUDA_CHECK(cudaEventCreate(&start));
-  CNN_CUDA_CHECK(cudaEventCreate(&stop));
-  launch_phase(x, dy, dw, p, pp, vec, in, stream);  // warm-up
-  CNN_CUDA_CHECK(cudaEventRecord(start, stream));
-  launch_phase(x, dy, dw, p, pp, vec, in, stream);
-  CNN_CUDA_CHECK(cudaEventRecord(stop, stream));
-  CNN_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  CNN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  CNN_CUDA_CHECK(cudaEventDestroy(start));
-  CNN_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms;
-}
-
-void tune_plan(BfcPlan& plan, const void* x, const void* dy, float* dw, const DwconvParams& p, bool vec,
-               TileInput in, const DeviceInfo& dev, cudaStream_t stream) {
-  const int64_t rows = int64_t(p.n) * p.oh();
-  for (PhasePlan& pp : plan.phases) {
-    const int64_t slots = int64_t(dev.sms) * pp.blocks_per_sm, per = pp.blocks_per_chunk();
-    const int64_t z_cap = std::max<int64_t>(1, std::min<int64_t>(rows, INT32_MAX / per));
-    std::vector<int64_t> cands{pp.z, std::max<int64_t>(1, pp.z / 2), pp.z * 2};
-    for (int64_t waves = 1; waves <= 8; ++waves) cands.push_back(std::max<int64_t>(1, waves * slots / per));
-    PhasePlan best = pp;
-    float best_ms = -1;
-    for (int64_t z : cands) {
-      PhasePlan c = pp;
-      c.z = std::min(z, z_cap);
-      const float ms = time_phase(x, dy, dw, p, c, vec, in, stream);
-      if (best_ms < 0 || ms < best_ms) {
-        best_ms = ms;
-        best = c;
-      }
-    }
-    pp = best;
-  }
-}
-
 // (device and shape, overrides, alignment and input kind)
-using PlanKey = std::pair<DeviceShapeKey, std::array<int, 6>>;
+using PlanKey = std::pair<DeviceShapeKey, std::array<int, 5>>;
 
-// Plans once per (device, shape, overrides, alignment). A plan asked for by bfc_path_name (no data) while tuning is
-// on is returned but not cached, so the first real run still gets measured.
-BfcPlan cached_plan(const DwconvParams& p, const BfcForce& force, const void* x, const void* dy, float* dw, bool vec,
-                    TileInput in, cudaStream_t stream) {
+// Plans once per (device, shape, overrides, alignment, input kind).
+const BfcPlan& cached_plan(const DwconvParams& p, const BfcForce& force, bool vec, TileInput in) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
   const PlanKey key{device_shape_key(p),
-                    {force.tile_r, force.tile_tm, force.z, int(force.generic), vec ? 1 : 0, int(in)}};
+                    {force.tile_r, force.tile_tm, force.z, vec ? 1 : 0, int(in)}};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const DeviceInfo dev = device_info(key.first[0]);
-  BfcPlan plan = make_plan(p, force, dev, in);
-  const bool tune = tuning_enabled() && force.z == 0 && !plan.generic;
-  if (tune && x == nullptr) return plan;
-  if (tune) tune_plan(plan, x, dy, dw, p, vec, in, dev, stream);
-  return cache.emplace(key, std::move(plan)).first->second;
+  return cache.emplace(key, make_plan(p, force, device_info(key.first[0]), in)).first->second;
 }
 
 void check_inputs(const void* x, const void* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {
@@ -345,7 +271,6 @@ bool vec_ok(const void* x, const void* dy, int c, TileInput in) {
 }
 
 std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileInput in) {
-  if (plan.generic) return str_cat("bfc generic Z=", plan.generic_z);
   const PhasePlan& pp = plan.phases.front();
   const char* what = in == TileInput::f32   ? "bfc tile R="
                      : in == TileInput::f16 ? "bfc f16 tile (fp32 accumulation) R="
@@ -356,51 +281,15 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileI
   return s;
 }
 
-// The dispatcher's own choices, except CNN_DWCONV_BFC_TILE=RxTM, which forces one register tile of kBfcTiles on
-// every stride-1 and strided call of the tile kernel, FP32 and FP16 (benchmark A/B of the tile planner's choice; a
-// tile that does not fit a shape's shared memory, or a hybrid-accumulation call's tap limit, is an error there).
-const BfcForce& default_force() {
-  static const BfcForce force = [] {
-    BfcForce f;
-    if (const std::optional<BfcTile> t = env_override("CNN_DWCONV_BFC_TILE", bfc_parse_tile)) {
-      f.tile_r = t->r;
-      f.tile_tm = t->tm;
-    }
-    return f;
-  }();
-  return force;
-}
-
 void run_bfc(const void* x, const void* dy, float* dw, const DwconvParams& p, const BfcForce& force, TileInput in,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
   const bool vec = vec_ok(x, dy, p.c, in);
   CNN_CHECK(vec || in == TileInput::f32,
             "dwconv_backward_filter_cuda_tile_f16: expected C % 8 == 0 and 16-byte aligned x and dy, got ", p.str());
-  const BfcPlan plan = cached_plan(p, force, x, dy, dw, vec, in, stream);
-  log_path_once(in == TileInput::f32 ? "bfc" : "bfc f16", p, [&] { return describe(plan, p, vec, in); });
+  const BfcPlan& plan = cached_plan(p, force, vec, in);
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
-  if (plan.generic) {
-    launch_bfc_generic(static_cast<const float*>(x), static_cast<const float*>(dy), dw, p, plan.generic_z, stream);
-    return;
-  }
   for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, in, stream);
-}
-
-}  // namespace
-
-void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
-                                 cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, default_force(), TileInput::f32, stream);
-}
-
-void dwconv_backward_filter_cuda_forced(const float* x, const float* dy, float* dw, const DwconvParams& p,
-                                        const BfcForce& force, cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, force, TileInput::f32, stream);
-}
-
-bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy) {
-  return vec_ok(x == nullptr ? dy : x, dy == nullptr ? x : dy, p.c, TileInput::f16);
 }
 
 TileInput f16_input(BfcAccum accum) {
@@ -409,29 +298,30 @@ TileInput f16_input(BfcAccum accum) {
   return accum == BfcAccum::ha ? TileInput::f16_ha : TileInput::f16;
 }
 
+}  // namespace
+
+void dwconv_backward_filter_cuda_tile(const float* x, const float* dy, float* dw, const DwconvParams& p,
+                                      const BfcForce& force, cudaStream_t stream) {
+  run_bfc(x, dy, dw, p, force, TileInput::f32, stream);
+}
+
+bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy) {
+  return vec_ok(x == nullptr ? dy : x, dy == nullptr ? x : dy, p.c, TileInput::f16);
+}
+
 void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
                                           BfcAccum accum, const BfcForce& force, cudaStream_t stream) {
   run_bfc(x, dy, dw, p, force, f16_input(accum), stream);
 }
 
-void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
-                                          BfcAccum accum, cudaStream_t stream) {
-  run_bfc(x, dy, dw, p, default_force(), f16_input(accum), stream);
-}
-
-std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum) {
-  p.validate("bfc_tile_f16_path_name");
-  const TileInput in = f16_input(accum);
-  return describe(cached_plan(p, default_force(), nullptr, nullptr, nullptr, true, in, nullptr), p, true, in);
-}
-
-std::string bfc_path_name(const DwconvParams& p, const BfcForce& force) {
-  p.validate("bfc_path_name");
+std::string bfc_tile_path_name(const DwconvParams& p, const BfcForce& force) {
   const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
-  return describe(cached_plan(p, force, nullptr, nullptr, nullptr, vec, TileInput::f32, nullptr), p, vec,
-                  TileInput::f32);
+  return describe(cached_plan(p, force, vec, TileInput::f32), p, vec, TileInput::f32);
 }
 
-std::string bfc_path_name(const DwconvParams& p) { return bfc_path_name(p, default_force()); }
+std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcForce& force) {
+  const TileInput in = f16_input(accum);
+  return describe(cached_plan(p, force, true, in), p, true, in);
+}
 
 }  // namespace cnn::dwconv

@@ -2,9 +2,9 @@
 // file defines CNN_DWCONV_CPU_NS (generic / avx2 / avx512), sets the target, and first defines in that namespace
 // Block16 / kNv16 (vector type and count holding 16 channels), kTile16 / kTile8 / kTile1 (tile widths of 16-,
 // 8- and 1-channel blocks), kPairTile16 (two-row tile width, 0 = none) and kBfcTile16 (backward-filter columns
-// per 16-channel tile). Semantics: dwconv_cpu_impl.h.
+// per 16-channel tile). Semantics: cpu/impl.h.
 #ifndef CNN_DWCONV_CPU_NS
-#error "define CNN_DWCONV_CPU_NS before including dwconv_cpu_kernels.h"
+#error "define CNN_DWCONV_CPU_NS before including kernels/dwconv/cpu/kernels.h"
 #endif
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+#include "kernels/dwconv/cpu/impl.h"
 
 namespace cnn::dwconv::cpu::CNN_DWCONV_CPU_NS {
 

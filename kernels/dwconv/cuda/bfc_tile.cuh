@@ -56,8 +56,8 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok)
 // `row` (ncols columns x C channels), channels c0 .. c0+31; zeros outside [0, ncols), beyond C, or when !row_ok
 // (`row` must still point into the tensor). A job copies 16 bytes (kVec: 4 floats or 8 halves, so 8 or 4 threads
 // per column) or one float; thread t takes the jobs of columns t/kPer, t/kPer + blockDim/kPer, ... The index math
-// is hoisted out of the job loop, so a job costs a compare, a select, the copy and the increments: redone per job it
-// was ~40 instructions, as many as the FFMAs of a 3x3 tile's row (SASS, sixth session).
+// is hoisted out of the job loop, so a job costs a compare, a select, the copy and the increments (redone per job it
+// would cost about as many instructions as the FFMAs of a 3x3 tile's row).
 template <class T, bool kVec>
 __device__ __forceinline__ void stage_cols(T* dst, const T* row, bool row_ok, int cols, int gc0, int gstep,
                                            int ncols, int c, int c0) {
@@ -215,9 +215,8 @@ __device__ __forceinline__ void load_window_ha(__half2 (&win)[R][TM], const __ha
 // acc[r][t] += the run-wise FP16 sums of xr[r][(v+t)*32] * dyr[v*32] over v < nsteps (v = 0 starts a run).
 // Whole runs reload the window at their first step, so a run's kBfcHaRun steps unroll with compile-time window
 // slots and end in one flush. Testing for a run's end at every step instead (the window's phase within a run
-// differs from run to run when TM does not divide kBfcHaRun) put a branch around a flush after each unrolled step:
-// at 9x9, 11% of the instructions were branch bookkeeping, with a third of the stall samples (barrier, instruction
-// fetch, branch resolution; Nsight Compute source counters, eleventh session). The window reload costs R * (TM - 1)
+// differs from run to run when TM does not divide kBfcHaRun) would put a branch around a flush after each unrolled
+// step, and branch bookkeeping would become a large share of the instructions. The window reload costs R * (TM - 1)
 // shared-memory loads per run, against R * TM * kBfcHaRun HFMA2.
 template <int R, int TM>
 __device__ __forceinline__ void accumulate_row(float2 (&acc)[R][TM], const __half2* const (&xr)[R],

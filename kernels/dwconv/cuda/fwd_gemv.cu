@@ -1,12 +1,12 @@
 // Flash-DWC FP32 CUDA-core GEMV kernel (flash-dwc.md section 3), stride 1. Forward, and backward-data as the same
 // kernel over dY with the filter rotated by 180 degrees. NHWC maps, (FH, FW, C) filter, FP32 accumulation.
-// Reference: dwconv_forward_reference / dwconv_backward_data_reference (dwconv_reference.cpp).
+// Reference: dwconv_forward_reference / dwconv_backward_data_reference (ref/reference.cpp).
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/float4_fma.cuh"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -14,6 +14,7 @@ namespace {
 constexpr int kBN = 32;           // channels per block: one 128-byte segment, 8 lanes x float4
 constexpr int kThreads = 128;     // 4 warps, one per SM sub-partition scheduler
 constexpr int kWsPitch = kBN + 4;  // floats per filter tap in shared memory (+16 B against bank conflicts)
+constexpr size_t kWholeFilterBytes = 48 * 1024;  // a whole filter is staged within the default dynamic limit
 
 struct GemvArgs {
   const float* __restrict__ src;   // (N, in_h, in_w, C)
@@ -214,20 +215,8 @@ int groups_per_row_for(int out_w, int tm) { return out_w >= 4 * tm ? 4 : (out_w 
 
 }  // namespace
 
-// Measured on the H200 over the paper's sweep (docs/perf/dwconv-fp32-h200.md). TM = 16 doubles the FMAs per loaded
-// input and per filter LDS, which compute-bound widths need on Hopper (twice Ampere's FP32 rate per SM, same L1
-// bandwidth); TM = 8 suits narrow maps and width 5. A 2*TM ring wins when one ring block covers the whole row
-// (FW <= 32 with TM = 16). Filters whose rows all fit in 48 KB of shared memory are staged once.
-GemvConfig gemv_config_for(const ConvGeometry& g) {
-  GemvConfig cfg;
-  if (g.out_w < 16 || g.fw == 5) {
-    cfg.tm = 8, cfg.prefetch = true;
-  } else {
-    cfg.tm = 16;
-    cfg.prefetch = g.fw > 17 && g.fw <= 32;
-  }
-  cfg.whole_filter = g.fw <= 17 && static_cast<size_t>(g.fh) * g.fw * kWsPitch * sizeof(float) <= 48 * 1024;
-  return cfg;
+bool gemv_whole_filter_fits(int fh, int fw) {
+  return static_cast<size_t>(fh) * fw * kWsPitch * sizeof(float) <= kWholeFilterBytes;
 }
 
 std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg) {

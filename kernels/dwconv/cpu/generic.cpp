@@ -1,5 +1,5 @@
-// Baseline x86-64 (SSE2) build of the CPU depthwise-conv row kernels (dwconv_cpu_kernels.h), for CPUs without AVX2.
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+// Baseline x86-64 (SSE2) build of the CPU depthwise-conv row kernels (cpu/kernels.h), for CPUs without AVX2.
+#include "kernels/dwconv/cpu/impl.h"
 
 // The 32-byte vector helpers are always inlined into this file's row kernels: no call crosses an ABI boundary.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -14,5 +14,5 @@ constexpr int kBfcTile16 = kTile16;  // backward-filter tile width
 }  // namespace cnn::dwconv::cpu::generic
 
 #define CNN_DWCONV_CPU_NS generic
-#include "kernels/dwconv/dwconv_cpu_kernels.h"
+#include "kernels/dwconv/cpu/kernels.h"
 #undef CNN_DWCONV_CPU_NS

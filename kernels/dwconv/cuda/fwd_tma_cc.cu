@@ -10,10 +10,9 @@
 // tile has two such column groups. The filter of the block's slice (interleaved order: of every slice) sits in shared
 // memory as FP32 (rotated for backward-data), the bias in registers.
 //
-// Why (docs/perf/dwconv-fp16-h200.md): the FP16 register kernel spends ~206 instructions per 8-channel output at
-// 3x3 (72 of them FFMA) on bounds checks, 64-bit addresses and per-row filter loads and conversions, and keeps only
-// its own loads in flight (DRAM 56%, L2 74% busy re-serving 3.75 requests per input); the seventh session's cp.async
-// pipeline overlapped loads but added instructions (0.85x). Here the copy is one instruction per tile, padding is the
+// Why (docs/dwconv-fp16.md): the FP16 register kernel spends about three instructions per FFMA at 3x3 on bounds
+// checks, 64-bit addresses and per-row filter loads and conversions, and keeps only its own loads in flight (L2
+// re-serves each input several times). Here the copy is one instruction per tile, padding is the
 // TMA's zero fill of out-of-bounds boxes (negative coordinates included), and a thread's inner loop is shared-memory
 // loads, conversions and FMAs only.
 #include <cuda.h>
@@ -37,7 +36,7 @@
 #include "kernels/common/fast_divmod.h"
 #include "kernels/common/half8.cuh"
 #include "kernels/common/tensor_map.h"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -46,6 +45,10 @@ constexpr int kRows = 16;                // output rows per tile
 constexpr int kTM = 8;                   // output columns per thread
 constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
+
+// Tile orders the kernel walks; the host launches the sliced order.
+enum class TmaTileOrder { sliced, contiguous, strided, interleaved };
+constexpr int kSliced = static_cast<int>(TmaTileOrder::sliced);
 
 // A thread's lane: kBytes of one position's channels (16: a uint4, 8: a uint2), widened to / narrowed from FP32,
 // for kRpt output rows of a tile. 16-byte lanes give a 128-thread block (8 lanes x 16 rows); 8-byte lanes give 256
@@ -138,9 +141,8 @@ size_t filter_bytes(int fh, int fw) {
 // Floats of filter (and bias) in shared memory: one slice's filter, or with the interleaved order every slice's
 // filter and the whole bias (each a multiple of 32 floats, so the mbarriers after them stay 8-byte aligned).
 template <class L>
-int filter_floats(const ConvGeometry& g, TmaTileOrder order) {
-  const int slices = (g.c + L::kBN - 1) / L::kBN, per_slice = g.fh * g.fw * L::kBN;
-  return order == TmaTileOrder::interleaved ? slices * (per_slice + L::kBN) : per_slice;
+int filter_floats(const ConvGeometry& g) {
+  return g.fh * g.fw * L::kBN;
 }
 // [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
 // [slice][tap][slice channels] (and the bias), then one mbarrier per stage.
@@ -160,10 +162,8 @@ struct Tile {
   int c0, n, oh0, ow0;
 };
 // 4-warp blocks (16-byte lanes, or 8-byte lanes with two rows per thread) run 2-3 per SM at 5x5: 8-12 warps cannot
-// hide the ~20 dependent instructions of each division, so the digits come from multiply-shift divisors (FP16 5x5
-// with 16-byte lanes 1.08-1.09x, ninth session). 8-warp blocks keep the divisions: with the divisors they ran
-// 0.96-1.01x (FP16 3x3) and 0.92-0.95x (FP32 5x5) in the benchmark, though faster alone under Nsight Compute - not
-// understood.
+// hide the ~20 dependent instructions of each division, so the digits come from multiply-shift divisors. 8-warp
+// blocks keep the divisions, which measured faster for them (docs/dwconv-fp16.md, tried and rejected).
 template <class L>
 constexpr bool kDivisorTiles = L::kLanes * L::kRowSlots == 128;  // per column group: wide tiles run as many warps
 
@@ -509,7 +509,7 @@ int resident_blocks(int fw, size_t smem, int device) {
 
 template <class L>
 size_t config_smem(const ConvGeometry& g, const TmaCcConfig& cfg) {
-  return smem_bytes<L>(g.fh, g.fw, cfg.stages, filter_floats<L>(g, cfg.order));
+  return smem_bytes<L>(g.fh, g.fw, cfg.stages, filter_floats<L>(g));
 }
 
 // The tensor map's row stride must be a multiple of 16 bytes: C % 8 (FP16), C % 4 (FP32).
@@ -532,7 +532,7 @@ template <class L>
 std::string describe(const ConvGeometry& g, const TmaCcConfig& cfg, const char* dtype) {
   return str_cat(g.flip ? "bdc" : "fwd", dtype, " cuda-core tma FW=", g.fw, " tile=", kRows, "x", L::kTileW,
                  " BN=", L::kBN, " lane=", L::kBytesPerLane, "B", L::kRowsPerThread > 1 ? " rows=2" : "",
-                 " stages=", cfg.stages, " tiles=", tma_tile_order_name(cfg.order));
+                 " stages=", cfg.stages);
 }
 
 template <class L>
@@ -544,10 +544,10 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
             " F=", g.fh, "x", g.fw, " stride ", g.stride_h, "x", g.stride_w);
   const size_t smem = config_smem<L>(g, cfg);
   CNN_CHECK(smem <= kMaxSmem, "dwconv tma: ", cfg.stages, " stages of a 16x", L::kTileW, " tile's window for F=", g.fh,
-            "x", g.fw, " (", tma_tile_order_name(cfg.order), " tiles, C=", g.c, ") need ", smem,
+            "x", g.fw, " (C=", g.c, ") need ", smem,
             " bytes of shared memory, more than ", kMaxSmem);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
-  a.order = static_cast<int>(cfg.order);
+  a.order = kSliced;
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + L::kTileW - 1) / L::kTileW;
   a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
@@ -555,7 +555,7 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
   a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
   a.slices = (g.c + L::kBN - 1) / L::kBN;
   a.div_s = cuda::FastDivmod(static_cast<uint32_t>(a.slices));
-  a.filter_floats = filter_floats<L>(g, cfg.order);
+  a.filter_floats = filter_floats<L>(g);
   const long long tiles = static_cast<long long>(a.slices) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
@@ -589,62 +589,12 @@ decltype(auto) with_lane(const TmaCcConfig& cfg, F&& f) {
 
 }  // namespace
 
-const char* tma_tile_order_name(TmaTileOrder order) {
-  switch (order) {
-    case TmaTileOrder::sliced:
-      return "sliced";
-    case TmaTileOrder::contiguous:
-      return "contiguous";
-    case TmaTileOrder::interleaved:
-      return "interleaved";
-    default:
-      return "strided";
-  }
-}
-
-bool tma_cc_default_for(const ConvGeometry& g, bool f16) {
-  const bool square = g.fh == g.fw;
-  const bool measured = f16 ? square && (g.fw == 3 || g.fw == 5) : square && g.fw == 5;
-  return measured && (f16 ? tma_cc_f16_supports(g) : tma_cc_f32_supports(g));
-}
-
-TmaCcConfig tma_cc_config(const ConvGeometry& g, bool f16) {
-  static const std::string lane = env_choice("CNN_DWCONV_TMA_LANE", {"auto", "16", "8"});
-  static const std::string order =
-      env_choice("CNN_DWCONV_TMA_TILES", {"auto", "sliced", "contiguous", "strided", "interleaved"});
-  static const std::string rows = env_choice("CNN_DWCONV_TMA_ROWS", {"auto", "1", "2"});
-  static const std::string cols = env_choice("CNN_DWCONV_TMA_COLS", {"auto", "8", "16"});
-  static const std::string stages = env_choice("CNN_DWCONV_TMA_STAGES", {"auto", "2", "3", "4"});
-  TmaCcConfig cfg;
-  cfg.lane_bytes = lane != "auto" ? std::stoi(lane) : (f16 || g.fw >= 5 ? 8 : 16);
-  cfg.rows_per_thread = rows != "auto" ? std::stoi(rows) : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
-  cfg.order = order == "strided"       ? TmaTileOrder::strided
-              : order == "contiguous"  ? TmaTileOrder::contiguous
-              : order == "interleaved" ? TmaTileOrder::interleaved
-                                       : TmaTileOrder::sliced;
-  // 16-column tiles at FP16 3x3 (1.12x / 1.07x / 1.07x over 16x8 on the three sweep maps, twelfth session); FP16 and
-  // FP32 5x5 ran 0.97x on them.
-  cfg.tile_cols = cols != "auto" ? std::stoi(cols) : (f16 && g.fw == 3 ? 16 : 8);
-  // Two stages with two rows per thread (FP16 5x5): three 128-thread blocks fit an SM instead of two, 12 warps instead
-  // of 8; 1.05-1.07x on the three sweep maps, forward and backward-data (thirteenth session). Three elsewhere.
-  cfg.stages = stages != "auto" ? std::stoi(stages) : (f16 && cfg.rows_per_thread == 2 ? 2 : 3);
-  // The narrow window fits in three stages wherever supports() holds, so in the default stages too (two or three);
-  // a forced stage count that does not fit is refused at launch.
-  if (cols == "auto" && !tma_cc_config_fits(g, cfg, f16)) cfg.tile_cols = 8;
-  return cfg;
-}
-
 bool tma_cc_config_fits(const ConvGeometry& g, const TmaCcConfig& cfg, bool f16) {
   const auto fits = [&](auto l) { return config_smem<decltype(l)>(g, cfg) <= kMaxSmem; };
   return f16 ? with_lane<__half>(cfg, fits) : with_lane<float>(cfg, fits);
 }
 bool tma_cc_f16_supports(const ConvGeometry& g) { return supports<Lane<__half, 16>>(g); }
 bool tma_cc_f32_supports(const ConvGeometry& g) { return supports<Lane<float, 16>>(g); }
-void tma_cc_check_forced(const ConvGeometry& g, bool f16) {
-  CNN_CHECK(f16 ? tma_cc_f16_supports(g) : tma_cc_f32_supports(g), f16 ? "CNN_DWCONV_F16_PATH" : "CNN_DWCONV_F32_PATH",
-            "=tma: needs sm_90 and FW <= ", kTmaCcMaxFw, " with a window that fits shared memory, got F=", g.fh, "x",
-            g.fw);
-}
 std::string tma_cc_f16_describe(const ConvGeometry& g, const TmaCcConfig& cfg) {
   return with_lane<__half>(cfg, [&](auto l) { return describe<decltype(l)>(g, cfg, " f16"); });
 }

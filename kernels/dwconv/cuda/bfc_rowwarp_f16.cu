@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "core/cuda_check.h"
-#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {

@@ -7,7 +7,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/mma.cuh"
-#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -248,8 +248,6 @@ __global__ void __launch_bounds__(kThreads) dwconv_tc_f16_kernel(const TcArgs a)
 }
 
 }  // namespace
-
-int tc_theta_for(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }
 
 void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           int theta, cudaStream_t stream) {

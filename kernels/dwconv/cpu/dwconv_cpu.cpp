@@ -1,7 +1,7 @@
 // FP32 CPU backend of depthwise conv (NHWC, FP32 accumulation): validation, OpenMP work split and the reduction of
-// every op to the row kernels in dwconv_cpu_kernels.h. Forward and backward-data are correlations (backward-data
+// every op to the row kernels in cpu/kernels.h. Forward and backward-data are correlations (backward-data
 // as s_h*s_w stride-1 phases over dY with flipped sub-filters); backward-filter accumulates per channel block.
-// Oracle: dwconv_reference.cpp.
+// Oracle: ref/reference.cpp.
 #include <omp.h>
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+#include "kernels/dwconv/cpu/impl.h"
 
 namespace cnn::dwconv {
 
@@ -31,7 +31,7 @@ void parallel_rows(int64_t rows, double macs, F&& body) {
   for (int64_t k = 0; k < chunks; ++k) body(rows * k / chunks, rows * (k + 1) / chunks);
 }
 
-// Scratch of one task: the packed-row ring of dwconv_cpu_impl.h.
+// Scratch of one task: the packed-row ring of cpu/impl.h.
 class RingStorage {
  public:
   RingStorage(int slots, const RowLayout& lay)

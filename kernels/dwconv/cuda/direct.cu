@@ -1,6 +1,6 @@
 // FP32 direct depthwise kernels (stride > 1, C % 4 != 0, unaligned pointers): the shared kernels of
-// dwconv_direct.cuh on groups of 4 channels (float4) or 1. NHWC.
-#include "kernels/dwconv/dwconv_direct.cuh"
+// direct.cuh on groups of 4 channels (float4) or 1. NHWC.
+#include "kernels/dwconv/cuda/direct.cuh"
 
 namespace cnn::dwconv {
 namespace {

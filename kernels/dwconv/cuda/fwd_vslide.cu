@@ -2,22 +2,20 @@
 // sliding down the output rows. NHWC maps, (FH, FW, C) filter, stride 1, 4 channels per thread (one float4):
 // C % 4 == 0 and 16-byte aligned tensors.
 //
-// Why (docs/dwconv-fp32.md): the GEMV kernel reloads a thread's TM + FW - 1 inputs for every filter row and reaches
-// 72-77% of the copy rate at 3x3. Here a thread owns 4 channels x kTM output columns and walks down kRows output
+// Why (docs/dwconv-fp32.md): the GEMV kernel reloads a thread's TM + FW - 1 inputs for every filter row, which
+// keeps it well below the copy rate at 3x3. Here a thread owns 4 channels x kTM output columns and walks down kRows output
 // rows of a tile: each input row is loaded once per thread (kTM + FW - 1 loads) and feeds the up to FH output rows
 // whose windows contain it, held as FH accumulator slots in registers (slot = row % FH, a compile-time index once
 // the row loop is unrolled by FH). An output row is stored when its last input row has been added. The next input
 // row's loads are issued before the current row's FMAs.
 //
-// Scope, measured (H200, 2026-11-30, session-4 call 1; ms on 128x128x128x128): FP32 3x3 0.609 against the GEMV
-// kernel's 0.653 (0.315 vs 0.337 on 128x64x64x256, 0.318 vs 0.355 on 128x32x32x1024), 83% of the copy rate. It
-// lost elsewhere and was dropped there: FP32 5x5 1.002 against GEMV's 0.818; FP16 (the same kernel on half data)
-// 0.419 against the FP16 CUDA-core kernel's 0.372 at 3x3 and 0.803 against 0.666 at 5x5 (dwconv_f16_direct.cu).
+// Scope (select.cpp): FP32 filters up to 3x3, where it beats the GEMV kernel; at 5x5 the GEMV and TMA kernels win,
+// and on FP16 data the FP16 kernels do.
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/common/float4_fma.cuh"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {

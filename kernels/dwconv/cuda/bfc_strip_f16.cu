@@ -33,10 +33,8 @@
 //   32 + ~8): FFMA ~55-60% of the issue slots, a ceiling of ~37 TFLOP/s at 13-16 warps per SM (one 416-512-thread
 //   block, ~120 registers). ha: 14-16 HFMA2 replace 28-32 FFMA and the conversions vanish, plus a flush of nr*TW*2
 //   conversions and 4 FADD per tap every 32 columns. Latency: with so few warps each thread must keep loads in
-//   flight, so slide_row issues all loads of an unrolled block of TW steps before its FMAs; written step by step,
-//   ptxas interleaved them and Nsight Compute showed 7.9 of 11.8 cycles per instruction stalled on L1TEX (7x7: 1.67
-//   ms, where the same instructions scheduled loads-first ran in 0.80 ms). Measured (H200,
-//   docs/perf/dwconv-fp16-h200.md): fp32 13-23 TFLOP/s at 3x3-7x7, 14-30 at 9x9-51x51; ha 14-36.
+//   flight, so slide_row issues all loads of an unrolled block of TW steps before its FMAs (written step by step,
+//   ptxas interleaves them and most cycles stall on L1TEX). Results: docs/perf/dwconv-fp16-h200.md.
 // - ha runs: the host emulation adds an FP16 partial per run of dY columns [32k, 32k+32) of a dY row. A thread walks
 //   its strip of a dY row in ascending columns and flushes its partials after column 32k+31 and after the strip's
 //   last column; strips start at multiples of 32 in ha mode (the planner rounds the strip width up to a multiple of
@@ -55,7 +53,7 @@
 #include <utility>
 
 #include "core/cuda_check.h"
-#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -70,7 +68,7 @@ constexpr int kTwMax = 7;         // widest column tile
 constexpr int kTwMinWide = 4;     // narrowest column tile for FW > kTwMax
 // Most filter rows per thread for a tile width: nr * TW <= 10 (window + accumulators <= 80 registers), lowered where
 // ptxas spilled at 128 registers (TW 1: 7 -> 5, TW 2: 4 -> 3, TW 6: 1 with the loads-first blocks). TW 5 takes 2 rows
-// (128 registers, no spills): 5x5 and 9x9 ran 1.03-1.36x faster than with 1-row tiles (H200, both modes).
+// (128 registers, no spills), faster than 1-row tiles at 5x5 and 9x9 in both accumulation modes.
 constexpr int kRtMax[kTwMax + 1] = {0, 5, 3, 3, 2, 2, 1, 1};
 static_assert((kBfcHaRun & (kBfcHaRun - 1)) == 0 && kMinStrip % kBfcHaRun == 0, "ha runs tile the strips");
 

@@ -1,6 +1,6 @@
 // The ring kernel with channel pairs in the MMA's k dimension: FP16 depthwise convolution on tensor cores, FP32
 // accumulation, stride 1, forward and backward-data (filter read rotated). Same block (128 threads, 16 channels, a
-// warp per 4-channel group, 16 x 8Q outputs), ring of input rows and filter-row staging as dwconv_f16_tc_ring.cu;
+// warp per 4-channel group, 16 x 8Q outputs), ring of input rows and filter-row staging as fwd_tc_ring_taps.cu;
 // the MMA formulation and the ring's layout differ.
 //
 // Per m16n8k8: k = 4 input positions x 2 channels (k = 2 position + channel), n = 4 output columns x the same 2
@@ -14,21 +14,19 @@
 // against 128; 51x51 224 against 224).
 //
 // The ring holds each (channel group, channel pair) in its own plane of 4-byte words: an MMA's A operand is the
-// register pair (row g, row g+8), and with one LDS.32 per row and pair ptxas loads the two straight into a pair.
-// (With 8-byte positions, one LDS.64 per row giving both pairs, it added 4 moves per input block: measured 1.01x of
-// planes at 9x9, 0.98-0.99x at 13x13 / 17x17, 0.86-0.89x at 31x31 / 51x51.) Staging takes two 4-byte copies per
-// position and channel group.
+// register pair (row g, row g+8), and with one LDS.32 per row and pair ptxas loads the two straight into a pair
+// (8-byte positions, one LDS.64 giving both pairs, cost 4 register moves per input block). Staging takes two 4-byte
+// copies per position and channel group.
 //
-// Measured against the tap kernel (thirteenth session, docs/perf/dwconv-fp16-h200.md, same-call A/B, twice):
-// 1.13-1.14x at 9x9, 1.04-1.05x at 13x13, 1.21x at 17x17, 1.06-1.07x at 31x31, 1.13-1.14x at 51x51; 0.93x at 7x7
-// (half again the MMAs), where the dispatcher keeps the tap kernel (FW <= 8). Design: docs/dwconv-fp16.md.
+// select.cpp runs this policy from FW = 9, where it issues no more MMAs than 8-tap fragments and beats them; at
+// FW <= 8 it issues half again the MMAs and the tap policy runs. Design: docs/dwconv-fp16.md.
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/mma.cuh"
-#include "kernels/dwconv/dwconv_f16_internal.h"
-#include "kernels/dwconv/dwconv_f16_tc_ring.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/fwd_tc_ring.cuh"
 
 namespace cnn::dwconv {
 namespace {
@@ -179,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, pairs_min_blocks(kNd)) dwconv_tc_rin
   const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
 
-  // Channel blocks fastest, as in the tap kernel (its eleventh-session measurement).
+  // Channel blocks fastest, as in the tap kernel (whole 128-byte lines while they are in L2).
   const int cb = blockIdx.x % a.channel_blocks;
   int bx = blockIdx.x / a.channel_blocks;
   const int tw = bx % a.tiles_w;
@@ -249,8 +247,8 @@ void launch_pairs_nd(const RingArgs& a, int nd, dim3 grid, cudaStream_t stream) 
 
 int tc_ring_pairs_nd(int fw) { return (fw + 2) / 4 + 1; }
 
-void launch_dwconv_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                                     const ConvGeometry& g, int q, cudaStream_t stream) {
+void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                              int q, cudaStream_t stream) {
   const char* what = "dwconv tc-ring-pairs f16";
   const RingArgs a = ring_args(src, w, bias, dst, g, q, true, what);
   const dim3 grid = ring_grid(a, g, what);

@@ -1,5 +1,5 @@
 // CUDA-core FP16 depthwise kernels (FP16 data, FP32 accumulation, FP16 outputs rounded once): a register-tiled
-// kernel for narrow filters (FW <= 5, stride 1), and the shared direct kernels (dwconv_direct.cuh) on groups of 8
+// kernel for narrow filters (FW <= 5, stride 1), and the shared direct kernels (direct.cuh) on groups of 8
 // or 1 halves for every stride, padding, C and alignment. NHWC maps, (FH, FW, C) filter. Reference:
 // dwconv_forward_reference / dwconv_backward_data_reference.
 #include <cuda_fp16.h>
@@ -7,8 +7,8 @@
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
 #include "kernels/common/half8.cuh"
-#include "kernels/dwconv/dwconv_direct.cuh"
-#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "kernels/dwconv/cuda/direct.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(kCcThreads) dwconv_cc_f16_kernel(const CcArgs 
       widen8(__ldg(reinterpret_cast<const uint4*>(a.w + (static_cast<long long>(wi) * kFW + wj) * a.c + ch)), wf[j]);
     }
     // FW >= 4: all of the row's input loads first, then the FMAs. With 12 warps per SM each thread must keep its
-    // own loads in flight: measured on the H200, 5x5 1.17-1.19x faster than loading each input where it is used;
-    // 3x3 1-2% slower (fewer FMAs per load to cover), so it keeps the interleaved order.
+    // own loads in flight, which beats loading each input where it is used at 5x5; at 3x3 (fewer FMAs per load to
+    // cover) the interleaved order is faster.
     constexpr bool kLoadsFirst = kFW >= 4;
     uint4 raw[kCcTM + kFW - 1];
     if constexpr (kLoadsFirst) {
@@ -131,12 +131,6 @@ __global__ void __launch_bounds__(kCcThreads) dwconv_cc_f16_kernel(const CcArgs 
 
 }  // namespace
 
-int cc_groups_per_row(int out_w) {
-  static const std::string forced = env_choice("CNN_DWCONV_F16_CC_GROUPS", {"auto", "1", "2", "4"});
-  if (forced != "auto") return std::stoi(forced);
-  return out_w >= 4 * kCcTM ? 4 : (out_w >= 2 * kCcTM ? 2 : 1);
-}
-
 void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const __half* bias, __half* dst,
                                       const ConvGeometry& g, bool vec8, cudaStream_t stream) {
   if (vec8)
@@ -154,13 +148,14 @@ void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, _
 }
 
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                          cudaStream_t stream) {
+                          int groups, cudaStream_t stream) {
   CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0 && g.fw >= 1 && g.fw <= kCcMaxFw,
             "dwconv cc f16: needs stride 1, C % 8 == 0 and FW <= ", kCcMaxFw, ", got C=", g.c, " FW=", g.fw,
             " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(groups == 1 || groups == 2 || groups == 4, "dwconv cc f16: groups per row must be 1, 2 or 4, got ", groups);
   CcArgs a{src, w, bias, dst, g.n, g.in_h, g.in_w, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0,
            0, 0, 0, 0, 0};
-  a.groups_per_row = cc_groups_per_row(g.out_w);
+  a.groups_per_row = groups;
   a.tile_h = 16 / a.groups_per_row;
   a.tile_w = kCcTM * a.groups_per_row;
   a.tiles_h = (g.out_h + a.tile_h - 1) / a.tile_h;

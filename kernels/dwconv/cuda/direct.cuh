@@ -1,5 +1,5 @@
 // Internal: direct depthwise kernels for the cases the fast kernels do not take (stride > 1, C not a multiple of the
-// vector width, unaligned pointers), shared by FP32 (dwconv_direct.cu) and FP16 (dwconv_f16_direct.cu). One thread
+// vector width, unaligned pointers), shared by FP32 (direct.cu) and FP16 (fwd_cc_f16.cu). One thread
 // per destination channel group, taps read through the read-only cache, FP32 accumulation. NHWC maps, (FH, FW, C)
 // filter. Correct for every stride/padding pair (flash-dwc.md sections 1 and 5.1); speed is secondary here.
 //
@@ -10,7 +10,7 @@
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv::direct {
 

@@ -1,9 +1,11 @@
-// Tile, grouping and accumulation-split rules of the FP32 CUDA backward-filter kernels (see dwconv_bfc_plan.h).
-#include "kernels/dwconv/dwconv_bfc_plan.h"
+// Tile, grouping and accumulation-split rules of the backward-filter register-tile kernel (bfc_tile_plan.h); the
+// measured tile tables are select.h's.
+#include "kernels/dwconv/cuda/bfc_tile_plan.h"
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/dwconv/cuda/select.h"
 
 namespace cnn::dwconv {
 

@@ -1,13 +1,13 @@
-// Pieces shared by the two FP16 ring kernels (dwconv_f16_tc_ring.cu: rows staged with cp.async;
-// dwconv_f16_tc_ring_tma.cu: rows fetched by the TMA): block constants, the filter-row staging and its B operands,
-// the A-operand byte permutes and the output tile's epilogue. Design and measurements: docs/dwconv-fp16.md.
+// Pieces shared by the FP16 tensor-core ring kernel's two MMA policies (fwd_tc_ring_taps.cu: 8-tap filter fragments;
+// fwd_tc_ring_pairs.cu: channel pairs): block constants, the filter-row staging and its B operands, the A-operand
+// byte permutes and the output tile's epilogue. Design: docs/dwconv-fp16.md.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
-#include "kernels/dwconv/dwconv_f16_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -33,8 +33,7 @@ struct RingShape {
   static constexpr int kPitch = odd_halves(kWin);
   static constexpr int kTaps = 8 * kGamma + 16;        // staged filter row: kFront zeros, 8*gamma taps, 8 zeros
   // Channel groups are an odd number of 64-byte halves apart, in the ring and in the filter buffers: a warp's cp.async
-  // writes 8 positions (64 bytes) of each of the 4 groups, which otherwise all fell on the same 16 banks (Nsight
-  // Compute: 35.6M of the 42.8M shared-memory wavefronts of the copies were excess at 13x13, tenth session).
+  // writes 8 positions (64 bytes) of each of the 4 groups, which would otherwise all fall on the same 16 banks.
   static constexpr int kGroupStride = odd_halves(kRing * kPitch);
   static constexpr int kTapStride = odd_halves(kTaps);
   static constexpr int kXBytes = kGroups * kGroupStride * 8;
@@ -135,8 +134,8 @@ __device__ __forceinline__ void load_filter(unsigned (&b0)[4], unsigned (&b1)[4]
 
 // A thread's cp.async jobs: job k of a staged row is column (tid >> 2) + 32k of channel group tid & 3, the same
 // columns for every row. Their column offsets and bounds are worked out once per tile, so staging a row costs a
-// row pointer plus a select and a copy per job (the per-job index math and 64-bit addresses were ~44% of the
-// kernel's instructions at 13x13, Nsight Compute source counters, tenth session).
+// row pointer plus a select and a copy per job (per-job index math and 64-bit addresses would dominate the
+// kernel's instruction count).
 template <int kEntries>
 struct StageJobs {
   static constexpr int kJobs = (4 * kEntries + kThreads - 1) / kThreads;  // per thread, the last one partial
@@ -210,8 +209,7 @@ using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 // groups). The unit index is XOR-swizzled within its 128-byte line by tile_swizzle so that the accumulator stores
 // (lane g, t: rows g and g + 8, columns 2t and 2t + 1) and the 16-byte reads both hit distinct banks. The swizzle is
 // a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
-// all of a lane's stores, whose addresses differ by constants (per-store address math was most of the epilogue's
-// 610 instructions per warp at 13x13, tenth session).
+// all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
 __device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
 // The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores. Read-back:
 // job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
@@ -237,4 +235,8 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
 }
 
 }  // namespace
+// The channel-pairs MMA policy's launcher (fwd_tc_ring_pairs.cu); launch_dwconv_tc_ring_f16 calls it.
+void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                              int q, cudaStream_t stream);
+
 }  // namespace cnn::dwconv

@@ -17,8 +17,8 @@
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/mma.cuh"
-#include "kernels/dwconv/dwconv_f16_internal.h"
-#include "kernels/dwconv/dwconv_f16_tc_ring.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/fwd_tc_ring.cuh"
 
 namespace cnn::dwconv {
 namespace {
@@ -82,12 +82,9 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
 }
 
 // Resident blocks per SM the register budget is set for. Four (<= 128 registers, 16 warps) up to gamma 3 (FW <= 24):
-// the kernel is latency-bound (Nsight Compute at 13x13 with three: 12 warps, 0.75 eligible warps per scheduler,
-// 49% issue-busy) and four ran 1.02-1.12x faster at 7-31 on the sweep maps (sixth session); wider rows need more
-// registers than 128 leaves (51x51 spilled 160 bytes and ran 0.71-0.74x), so they keep three (~170 registers).
-// Gamma 4 (FW 25-32) moved to three in the eleventh session: at four it spilled 16 bytes after the tenth session's
-// staging change, at three it takes 161 registers without spills and ran 31x31 1.07-1.11x faster (same-call A/B).
-// Gamma 1 on five (96 registers, 8 bytes of spills, 20 warps) ran 0.93-0.97x at 7x7 (twelfth session).
+// the kernel is latency-bound, and more warps hide more of it; from gamma 4 the accumulators and ring need more
+// registers than 128 leave (spills), so wider rows keep three (~160-170 registers, no spills). Five blocks at
+// gamma 1 spill and run slower (docs/dwconv-fp16.md, tried and rejected).
 __host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 3 ? 4 : 3; }
 
 template <int kQ, int kGamma>
@@ -100,9 +97,8 @@ __global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_r
   const int g = lane >> 2, t = lane & 3;
 
   // Channel blocks fastest: the blocks of one tile position run together, so each 128-byte line of the maps is read
-  // and written whole while it is in L2 (a block moves 32 bytes of each position). Column tiles fastest left the
-  // other 3+ sectors of a line to blocks that ran waves later: the ring kernel then took as long at 1x1 as at 7x7 on
-  // C = 128 and 256 (eleventh session).
+  // and written whole while it is in L2 (a block moves 32 bytes of each position); with column tiles fastest the
+  // other sectors of a line go to blocks that run waves later.
   const int spatial_blocks = gridDim.x / a.channel_blocks;
   const int cb = a.channels_first ? blockIdx.x % a.channel_blocks : blockIdx.x / spatial_blocks;
   int bx = a.channels_first ? blockIdx.x / a.channel_blocks : blockIdx.x % spatial_blocks;
@@ -179,12 +175,11 @@ void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream)
 
 }  // namespace
 
-int tc_ring_q_for(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }
-
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, bool channels_first, cudaStream_t stream) {
+                               const ConvGeometry& g, int q, RingMma mma, cudaStream_t stream) {
+  if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, q, stream);
   const char* what = "dwconv tc-ring f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, q, channels_first, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, q, true, what);
   const dim3 grid = ring_grid(a, g, what);
   const int gamma = (g.fw + 7) / 8;
   switch (q) {

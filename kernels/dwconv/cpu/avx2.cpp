@@ -1,4 +1,4 @@
-// AVX2+FMA build of the CPU depthwise-conv row kernels (dwconv_cpu_kernels.h); used only when the CPU reports both.
+// AVX2+FMA build of the CPU depthwise-conv row kernels (cpu/kernels.h); used only when the CPU reports both.
 // Standard headers come before the target pragma so that no shared inline code is compiled for AVX2.
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+#include "kernels/dwconv/cpu/impl.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -21,7 +21,7 @@ constexpr int kBfcTile16 = kTile16;  // backward-filter tile width
 }  // namespace cnn::dwconv::cpu::avx2
 
 #define CNN_DWCONV_CPU_NS avx2
-#include "kernels/dwconv/dwconv_cpu_kernels.h"
+#include "kernels/dwconv/cpu/kernels.h"
 #undef CNN_DWCONV_CPU_NS
 
 #pragma GCC pop_options
