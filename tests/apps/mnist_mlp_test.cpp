@@ -7,11 +7,12 @@
 #include <numeric>
 #include <random>
 
+#include "apps/mnist-mlp/mlp.h"
 #include "data/fashion_mnist.h"
 #include "layers/functional.h"
-#include "layers/mlp.h"
+#include "optim/sgd.h"
 
-namespace cnn {
+namespace cnn::mnist {
 namespace {
 
 TEST(MlpFashionMnist, TrainsAbove80PercentOnCpu) {
@@ -23,7 +24,7 @@ TEST(MlpFashionMnist, TrainsAbove80PercentOnCpu) {
   ASSERT_EQ(test.size(), 10000);
   const Device cpu = Device::cpu();
   Mlp mlp = Mlp::create(784, 256, 10, seed, cpu);
-  SgdMomentum opt(mlp.parameters(), 0.05, 0.9);
+  optim::SgdMomentum opt(mlp.parameters(), 0.05, 0.9);
   std::mt19937_64 rng(seed);
   std::vector<int64_t> order(static_cast<size_t>(train.size()));
   std::iota(order.begin(), order.end(), 0);
@@ -56,4 +57,4 @@ TEST(MlpFashionMnist, TrainsAbove80PercentOnCpu) {
 }
 
 }  // namespace
-}  // namespace cnn
+}  // namespace cnn::mnist

@@ -1,11 +1,11 @@
-// The demo MLP, its SGD-with-momentum optimizer and accuracy counting.
-#include "layers/mlp.h"
+// The demo MLP and accuracy counting.
+#include "apps/mnist-mlp/mlp.h"
 
 #include <cmath>
 
 #include "layers/functional.h"
 
-namespace cnn {
+namespace cnn::mnist {
 
 Mlp Mlp::create(int64_t in, int64_t hidden, int64_t out, uint64_t seed, Device device) {
   CNN_CHECK(in >= 1 && hidden >= 1 && out >= 1, "Mlp::create: expected positive sizes, got ", in, "-", hidden, "-",
@@ -34,33 +34,6 @@ Tensor Mlp::forward(Tape* tape, const Tensor& x) const {
 
 std::vector<Tensor> Mlp::parameters() const { return {w1, b1, w2, b2}; }
 
-SgdMomentum::SgdMomentum(std::vector<Tensor> params, double lr, double momentum, double weight_decay)
-    : params_(std::move(params)), lr_(lr), momentum_(momentum), weight_decay_(weight_decay) {
-  CNN_CHECK(lr > 0 && momentum >= 0 && momentum < 1 && weight_decay >= 0, "SgdMomentum: expected lr > 0, momentum in ",
-            "[0, 1), weight_decay >= 0, got lr=", lr, " momentum=", momentum, " weight_decay=", weight_decay);
-  for (const Tensor& p : params_) {
-    CNN_CHECK(p.requires_grad(), "SgdMomentum: parameter ", p.str(), " does not require grad");
-    velocity_.push_back(Tensor::zeros(p.shape(), DType::f32, p.device(), p.label() + ".momentum"));
-  }
-}
-
-void SgdMomentum::step() {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    Tensor& v = velocity_[i];
-    v.add_(v, momentum_ - 1.0);  // v *= momentum
-    v.add_(g);
-    if (weight_decay_ > 0) v.add_(p, weight_decay_);
-    p.add_(v, -lr_);
-  }
-}
-
-void SgdMomentum::zero_grad() {
-  for (Tensor& p : params_) p.zero_grad();
-}
-
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   CNN_CHECK(logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0),
             "count_correct: expected logits (B, K) and labels (B), got ", logits.str(), " and ", labels.str());
@@ -76,4 +49,4 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   return correct;
 }
 
-}  // namespace cnn
+}  // namespace cnn::mnist
