@@ -18,7 +18,10 @@ while [[ $# -gt 0 ]]; do
     --images) positive "$1" "${2:-}"; images=$2; shift 2 ;;
     --batch-size) positive "$1" "${2:-}"; batch=$2; shift 2 ;;
     --seconds) positive "$1" "${2:-}"; seconds=$2; shift 2 ;;
-    --device) device=${2:-}; [[ $device == cpu || $device == cuda ]] || die "--device: expected cpu or cuda, got '$device'"; shift 2 ;;
+    --device)
+      device=${2:-}
+      [[ $device == cpu || $device == cuda ]] || die "--device: expected cpu or cuda, got '$device'"
+      shift 2 ;;
     --bin) bin=${2:?--bin needs a directory}; shift 2 ;;
     --out) out_dir=${2:?--out needs a directory}; shift 2 ;;
     *) die "unknown argument '$1' (expected --workers, --images, --batch-size, --seconds, --device, --bin or --out)" ;;
@@ -43,14 +46,10 @@ measure() {
   fi
 }
 
-{
-  # shellcheck source=bench/run_header.sh
-  source "$root/bench/run_header.sh"
-  run_header "bench/data_pipeline.sh --workers $workers --images $images --batch-size $batch --seconds $seconds --device $device"
-  measure
-  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-} 2>&1 | tee "$tmp/run.log"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || die "a run failed (output above)"
+# shellcheck source=bench/run_log.sh
+source "$root/bench/run_log.sh"
+cmd="bench/data_pipeline.sh --workers $workers --images $images --batch-size $batch --seconds $seconds --device $device"
+logged_run "$tmp/run.log" "$cmd" measure || die "a run failed (output above)"
 
 python3 - "$tmp/run.log" <<'PY'
 import re, sys
@@ -76,8 +75,4 @@ for r in rows:
           f"{r['per_core']} |")
 PY
 
-if [[ -n $out_dir ]]; then
-  mkdir -p "$out_dir" || die "--out: cannot create '$out_dir'"
-  gzip -9 < "$tmp/run.log" > "$out_dir/data-pipeline.log.gz.tmp" && mv "$out_dir/data-pipeline.log.gz.tmp" "$out_dir/data-pipeline.log.gz"
-  echo "raw output: $out_dir/data-pipeline.log.gz"
-fi
+[[ -z $out_dir ]] || keep_gz "$tmp/run.log" "$out_dir/data-pipeline.log.gz"

@@ -20,7 +20,9 @@ while [[ $# -gt 0 ]]; do
     --offset) offset=$2; shift 2 ;;
     --out) out_dir=$2; shift 2 ;;
     --shapes) shift; shapes=(); while [[ $# -gt 0 && $1 != --* ]]; do shapes+=("$1"); shift; done ;;
-    *) echo "dwconv_cpu_vs_torch.sh: unknown argument '$1' (expected --threads, --reps, --offset, --out or --shapes)" >&2; exit 2 ;;
+    *)
+      echo "dwconv_cpu_vs_torch.sh: unknown argument '$1' (expected --threads, --reps, --offset, --out, --shapes)" >&2
+      exit 2 ;;
   esac
 done
 
@@ -63,10 +65,12 @@ print()
 print("| shape | PyTorch fwd ms | ours fwd ms | fwd x | fwd x cpu | PyTorch f+b ms | ours f+b ms | f+b x | f+b x cpu |")
 print("|---|---|---|---|---|---|---|---|---|")
 for o, t in zip(ours, torch):
-    label = f"{o['n']}x{o['h']}x{o['w']}x{o['c']} F{o['fh']}x{o['fw']}" + (f" s{o['stride']}" if o['stride'] != '1' else '')
+    label = f"{o['n']}x{o['h']}x{o['w']}x{o['c']} F{o['fh']}x{o['fw']}"
+    label += f" s{o['stride']}" if o['stride'] != '1' else ''
     r = lambda key: float(t[key]) / float(o[key])
-    print(f"| {label} | {float(t['fwd_ms']):.1f} | {float(o['fwd_ms']):.1f} | {r('fwd_ms'):.2f} | {r('fwd_cpu_ms'):.2f} | "
-          f"{float(t['fwdbwd_ms']):.1f} | {float(o['fwdbwd_ms']):.1f} | {r('fwdbwd_ms'):.2f} | {r('fwdbwd_cpu_ms'):.2f} |")
+    print(f"| {label} | {float(t['fwd_ms']):.1f} | {float(o['fwd_ms']):.1f} | {r('fwd_ms'):.2f} | "
+          f"{r('fwd_cpu_ms'):.2f} | {float(t['fwdbwd_ms']):.1f} | {float(o['fwdbwd_ms']):.1f} | "
+          f"{r('fwdbwd_ms'):.2f} | {r('fwdbwd_cpu_ms'):.2f} |")
 PY
 }
 
@@ -75,18 +79,14 @@ if [[ -z $out_dir ]]; then
   exit 0
 fi
 mkdir -p "$out_dir" || { echo "dwconv_cpu_vs_torch.sh: --out: cannot create '$out_dir'" >&2; exit 2; }
-# shellcheck source=bench/run_header.sh
-source "$root/bench/run_header.sh"
-{
-  run_header "bench/dwconv_cpu_vs_torch.sh --threads $threads --reps $reps --offset $offset --shapes ${shapes[*]}"
-  measure
-  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-} 2>&1 | tee "$tmp/run.log"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || exit 1
-# One CSV of both sides' rows, a first column 'side'; then the log. Temp names + rename: never half-written.
+# shellcheck source=bench/run_log.sh
+source "$root/bench/run_log.sh"
+cmd="bench/dwconv_cpu_vs_torch.sh --threads $threads --reps $reps --offset $offset --shapes ${shapes[*]}"
+logged_run "$tmp/run.log" "$cmd" measure || exit 1
+# One CSV of both sides' rows (a first column 'side'), and the log.
 {
   echo "side,$(head -1 "$tmp/ours.csv")"
   for side in ours torch; do tail -n +2 "$tmp/$side.csv" | sed "s/^/$side,/"; done
-} | gzip -9 > "$out_dir/dwconv-cpu.csv.gz.tmp" && mv "$out_dir/dwconv-cpu.csv.gz.tmp" "$out_dir/dwconv-cpu.csv.gz"
-gzip -9 < "$tmp/run.log" > "$out_dir/dwconv-cpu.log.gz.tmp" && mv "$out_dir/dwconv-cpu.log.gz.tmp" "$out_dir/dwconv-cpu.log.gz"
-echo "raw files: $out_dir/dwconv-cpu.csv.gz, $out_dir/dwconv-cpu.log.gz"
+} > "$tmp/both.csv"
+keep_gz "$tmp/both.csv" "$out_dir/dwconv-cpu.csv.gz"
+keep_gz "$tmp/run.log" "$out_dir/dwconv-cpu.log.gz"

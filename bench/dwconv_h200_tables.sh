@@ -24,7 +24,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "dwconv_h200_tables.sh: $*" >&2; exit 2; }
 
-[ $# -ge 1 ] || die "usage: $0 f32|f16 [--maps LIST] [--filters LIST] [--seconds S] [--reps N] [--warmup N] [--probe-budget MS] [--no-torch]"
+[ $# -ge 1 ] || die "usage: $0 f32|f16 [--maps LIST] [--filters LIST] [--seconds S] [--reps N] [--warmup N]" \
+  "[--probe-budget MS] [--no-torch]"
 dt=$1; shift
 case "$dt" in f32 | f16) ;; *) die "expected f32 or f16 as the first argument, got '$dt'" ;; esac
 maps=128x64x64x256,128x32x32x1024,128x128x128x128  # cheapest first: a time limit leaves whole maps
@@ -77,7 +78,9 @@ run_bench() {
   local rc=$?
   echo "$tag: rc=$rc after ${SECONDS}s; $(grep -E '^summary ' "$work/$tag.log" | tr '\n' ' ')"
   [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && notes+=("stopped at the time limit: $tag")
-  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && notes+=("dwconv-bench exit status $rc: $tag (see the log)")
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
+    notes+=("dwconv-bench exit status $rc: $tag (see the log)")
+  fi
 }
 
 pick_filters() {  # the filters F of --filters with $1 <= F <= $2, comma-separated
@@ -101,12 +104,14 @@ for m in "${map_list[@]}"; do
     while :; do
       t=$(left)
       if [ "$t" -lt 15 ]; then notes+=("PyTorch not finished on $m (time limit)"); break; fi
-      timeout --kill-after=10 "$t" python3 "$root/bench/dwconv_torch.py" --dtype "$dt" --maps "$m" --filters "$filters" \
-        --reps "$reps" --warmup "$warmup" --point-timeout 60 --deadline "$(($(date +%s) + t - 10))" \
+      timeout --kill-after=10 "$t" python3 "$root/bench/dwconv_torch.py" --dtype "$dt" --maps "$m" \
+        --filters "$filters" --reps "$reps" --warmup "$warmup" --point-timeout 60 \
+        --deadline "$(($(date +%s) + t - 10))" \
         --out "$work/torch.csv" >> "$work/torch.log" 2>&1
       rc=$?
       [ "$rc" -eq 3 ] && continue
-      [ "$rc" -eq 0 ] || notes+=("PyTorch exit status $rc on $m (see the log)")
+      [ "$rc" -eq 4 ] && notes+=("PyTorch stopped at the time limit on $m")
+      [ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || notes+=("PyTorch exit status $rc on $m (see the log)")
       break
     done
     echo "torch $m: after ${SECONDS}s"
@@ -153,13 +158,13 @@ fi
   for f in "$work"/*.log; do echo "==== $(basename "$f")"; cat "$f"; done
 } | gzip -9 > "$out/$name.log.gz"
 
-if python3 "$root/bench/dwconv_tables.py" page "$dt" "$out/$name" > "$out/$name.md.tmp"; then
-  mv "$out/$name.md.tmp" "$out/$name.md"
-  echo "page: $out/$name.md"
-  grep -E '^\| (fwd|bdc|bfc) \||^- ' "$out/$name.md" | grep -vE '^- (Run|Build|Protocol|PyTorch|Raw|This page)'
-else
+for n in "${notes[@]}"; do echo "note: $n"; done
+if ! python3 "$root/bench/dwconv_tables.py" page "$dt" "$out/$name" > "$out/$name.md.tmp"; then
+  rm -f "$out/$name.md.tmp"
   echo "dwconv_h200_tables.sh: the page could not be made (the raw files are in $out)" >&2
   exit 1
 fi
-for n in "${notes[@]}"; do echo "note: $n"; done
-echo "done after ${SECONDS}s"
+mv "$out/$name.md.tmp" "$out/$name.md"
+echo "page: $out/$name.md (after ${SECONDS}s)"
+grep -E '^\| (fwd|bdc|bfc) \||^- ' "$out/$name.md" | grep -vE '^- (Run|Build|Protocol|PyTorch|Raw|This page)'
+[ "${#notes[@]}" -eq 0 ]  # the status says whether everything ran

@@ -166,7 +166,8 @@ def header(run):
 def op_table(run, op):
     out = [f'## {OPS[op]}', '']
     ha = run.dt == 'f16' and op == 'bfc' and run.ha
-    head = '| map | F | ms | TFLOP/s | % copy / SGEMM | cuDNN ms (winner) | x cuDNN | PyTorch ms | x PyTorch | x faster of both |'
+    head = ('| map | F | ms | TFLOP/s | % copy / SGEMM | cuDNN ms (winner) | x cuDNN | PyTorch ms | x PyTorch | '
+            'x faster of both |')
     rule = '|---|---|---|---|---|---|---|---|---|---|'
     if ha:
         head += ' ha ms | fp32 / ha |'

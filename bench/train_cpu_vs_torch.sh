@@ -40,20 +40,17 @@ measure() {
   done
 }
 
-{
-  # shellcheck source=bench/run_header.sh
-  source "$root/bench/run_header.sh"
-  run_header "bench/train_cpu_vs_torch.sh --rounds $rounds --steps $steps --warmup $warmup --threads $threads"
-  measure
-  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-} 2>&1 | tee "$tmp/run.log"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || die "a run failed (output above)"
+# shellcheck source=bench/run_log.sh
+source "$root/bench/run_log.sh"
+cmd="bench/train_cpu_vs_torch.sh --rounds $rounds --steps $steps --warmup $warmup --threads $threads"
+logged_run "$tmp/run.log" "$cmd" measure || die "a run failed (output above)"
 
 "$py" - "$tmp/run.log" "$threads" <<'PY'
 import re, sys
 rows = []
 for line in open(sys.argv[1]):
-    m = re.search(r'^(benchmark|pytorch [^:]*): .*?, (\S+) threads: ([\d.]+) ms/step, ([\d.]+) img/s .*CPU time ([\d.]+) s', line)
+    m = re.search(r'^(benchmark|pytorch [^:]*): .*?, (\S+) threads: ([\d.]+) ms/step, ([\d.]+) img/s '
+                  r'.*CPU time ([\d.]+) s', line)
     if not m:
         continue
     who = 'cnn-train (NHWC, Flash-DWC CPU kernels, OpenBLAS)' if m.group(1) == 'benchmark' else \
@@ -70,8 +67,4 @@ for who in dict.fromkeys(r[0] for r in rows):
           f"{' / '.join(r[3] for r in mine)} |")
 PY
 
-if [[ -n $out_dir ]]; then
-  mkdir -p "$out_dir" || die "--out: cannot create '$out_dir'"
-  gzip -9 < "$tmp/run.log" > "$out_dir/train-cpu.log.gz.tmp" && mv "$out_dir/train-cpu.log.gz.tmp" "$out_dir/train-cpu.log.gz"
-  echo "raw output: $out_dir/train-cpu.log.gz"
-fi
+[[ -z $out_dir ]] || keep_gz "$tmp/run.log" "$out_dir/train-cpu.log.gz"
