@@ -43,7 +43,7 @@ ConvMixer::ConvMixer(const ConvMixerConfig& config, const BuildOptions& options)
 
 Tensor ConvMixer::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
-  return head_->forward(ctx, pooling_->forward(ctx, blocks_->forward(ctx, stem_->forward(ctx, x))));
+  return head_->call(ctx, pooling_->call(ctx, blocks_->call(ctx, stem_->call(ctx, x))));
 }
 
 }  // namespace cnn
