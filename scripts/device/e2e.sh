@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU call for the end-to-end work (issue 22): the GPU suites of the kernels and layers touched (norm, elementwise,
-# profiler), `cnn-train --profile` of convmixer_768_32 and slak_tiny under AMP, then bench/e2e.sh on every model
+# GPU call for the end-to-end work (issue 22): the GPU suites of core, layers and models (what the fused BatchNorm,
+# the packed elementwise kernels, in-place gradient sums and device copies touch), `cnn-train --profile` of convmixer_768_32 and slak_tiny under AMP, then bench/e2e.sh on every model
 # (FP32 and AMP, ours and PyTorch, the loss check). Results under $OUT: e2e.csv, e2e-h200.md, loss_check.jsonl,
 # profile_*.txt, e2e-logs.tgz; a short summary last.
 # Carry: .device/bundle.tar.xz (scripts/device-bundle.sh). Set CNN_COMMIT to the bundle's commit for the results page.
@@ -18,8 +18,8 @@ SECONDS=0
 summary=()
 nvidia-smi -L > "$logs/nvidia-smi.txt" 2>&1
 
-for t in kernels layers; do
-  timeout 120 "$bin/${t}_tests" --gtest_filter='*Gpu*:*Cuda*' > "$logs/${t}_tests.log" 2>&1
+for t in core layers models; do
+  timeout 100 "$bin/${t}_tests" --gtest_filter='*Gpu*' > "$logs/${t}_tests.log" 2>&1
   summary+=("${t}_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$logs/${t}_tests.log" | tr '\n' ' ')")
   grep -E '^\[  FAILED' "$logs/${t}_tests.log" | head -5 >> "$logs/failures.txt"
 done
