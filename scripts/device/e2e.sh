@@ -3,6 +3,7 @@
 # the packed elementwise kernels, in-place gradient sums and device copies touch), `cnn-train --profile` of convmixer_768_32 and slak_tiny under AMP, then bench/e2e.sh on every model
 # (FP32 and AMP, ours and PyTorch, the loss check). Results under $OUT: e2e.csv, e2e-h200.md, loss_check.jsonl,
 # profile_*.txt, e2e-logs.tgz; a short summary last.
+# usage: scripts/device/e2e.sh [bench/e2e.sh options, e.g. --models convmixer_768_32,slak_tiny]
 # Carry: .device/bundle.tar.xz (scripts/device-bundle.sh). Set CNN_COMMIT to the bundle's commit for the results page.
 set -uo pipefail
 # shellcheck source=scripts/gpu-bundle-env.sh
@@ -30,7 +31,7 @@ for m in convmixer_768_32 slak_tiny; do
   summary+=("profile $m amp rc=$? ${SECONDS}s: $(grep -m1 '^step ' "$out/profile_${m}_amp.txt" | cut -c1-150)")
 done
 
-CNN_TRAIN="$bin/cnn-train" timeout 420 "$root/bench/e2e.sh" --steps 20 --warmup 2 --out "$logs/e2e" \
+CNN_TRAIN="$bin/cnn-train" timeout 480 "$root/bench/e2e.sh" --steps 20 --warmup 2 --out "$logs/e2e" "$@" \
   > "$logs/e2e.log" 2>&1
 rc=$?
 if [ ! -f "$logs/e2e/e2e.csv" ] && [ -f "$logs/e2e/ours.jsonl" ]; then  # cut short: tabulate what finished
