@@ -65,35 +65,62 @@ void dispatch_act(NormAct act, F&& f) {
   throw Error(str_cat("batchnorm: invalid activation ", int(act)));
 }
 
+// Loads / stores kN consecutive elements as floats: one element, or one 16-byte pack (core/cuda_pack.cuh).
+template <int kN, class T>
+__device__ __forceinline__ void load_n(const T* p, float (&v)[kN]) {
+  if constexpr (kN == 1) {
+    v[0] = widen(*p);
+  } else {
+    cuda::load_pack(p, v);
+  }
+}
+template <int kN, class T>
+__device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
+  if constexpr (kN == 1) {
+    *p = device_cast<T>(v[0]);
+  } else {
+    cuda::store_pack(p, v);
+  }
+}
+
 enum class ColMode { welford, grad_channel_stats, grad_row_stats };
 
-// Partial column statistics over one row chunk (blockIdx.y) for one channel per thread:
+// Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (one 16-byte pack
+// when C and the pointers allow, else kN = 1):
 //   welford: (mean, m2) of act(a) over the chunk (one pass, kernels/norm/welford.h);  grad_*: sums (a * xhat, a)
 //   with a = dy, xhat from act(b), b = x, and per-channel (BatchNorm) or per-row (LayerNorm) statistics.
-template <class T, ColMode M, NormAct A = NormAct::none>
+template <class T, ColMode M, NormAct A, int kN>
 __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restrict__ b, const float* __restrict__ mean,
                                       const float* __restrict__ rstd, int64_t rows, int64_t c, int64_t per_chunk,
                                       float* __restrict__ part0, float* __restrict__ part1) {
-  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (ch >= c) return;
+  const int64_t ch0 = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * kN;
+  if (ch0 >= c) return;
   const int64_t r0 = blockIdx.y * per_chunk, r1 = min(rows, r0 + per_chunk);
-  if constexpr (M == ColMode::welford) {
-    Welford w;
-    for (int64_t r = r0; r < r1; ++r) welford_add(w, act_value<A>(widen(a[r * c + ch])));
-    part0[blockIdx.y * c + ch] = w.mean;
-    part1[blockIdx.y * c + ch] = w.m2;
-    return;
+  float s0[kN] = {}, s1[kN] = {}, v[kN], xb[kN];
+  if constexpr (M == ColMode::welford) {  // s0 = mean, s1 = m2; the count is the thread's row count
+    for (int64_t r = r0; r < r1; ++r) {
+      const float inv_n = 1.0f / float(r - r0 + 1);
+      load_n<kN>(a + r * c + ch0, v);
+#pragma unroll
+      for (int k = 0; k < kN; ++k) welford_step(s0[k], s1[k], act_value<A>(v[k]), inv_n);
+    }
+  } else {
+    for (int64_t r = r0; r < r1; ++r) {
+      load_n<kN>(a + r * c + ch0, v);
+      load_n<kN>(b + r * c + ch0, xb);
+#pragma unroll
+      for (int k = 0; k < kN; ++k) {
+        const int64_t st = M == ColMode::grad_channel_stats ? ch0 + k : r;
+        s0[k] += v[k] * (act_value<A>(xb[k]) - mean[st]) * rstd[st];
+        s1[k] += v[k];
+      }
+    }
   }
-  float s0 = 0.f, s1 = 0.f;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t i = r * c + ch;
-    const float v = widen(a[i]);
-    const int64_t s = M == ColMode::grad_channel_stats ? ch : r;
-    s0 += v * (act_value<A>(widen(b[i])) - mean[s]) * rstd[s];
-    s1 += v;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    part0[blockIdx.y * c + ch0 + k] = s0[k];
+    part1[blockIdx.y * c + ch0 + k] = s1[k];
   }
-  part0[blockIdx.y * c + ch] = s0;
-  part1[blockIdx.y * c + ch] = s1;
 }
 
 // Merges the chunks' Welford partials in chunk order (chunk k holds min(per_chunk, rows - k per_chunk) rows), then
@@ -143,24 +170,6 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* 
   if (ch >= c) return;
   mean[ch] = rm[ch];
   rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
-}
-
-// Loads / stores kN consecutive elements as floats: one element, or one 16-byte pack (core/cuda_pack.cuh).
-template <int kN, class T>
-__device__ __forceinline__ void load_n(const T* p, float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    v[0] = widen(*p);
-  } else {
-    cuda::load_pack(p, v);
-  }
-}
-template <int kN, class T>
-__device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    *p = device_cast<T>(v[0]);
-  } else {
-    cuda::store_pack(p, v);
-  }
 }
 
 // BatchNorm's elementwise passes: y = xhat gamma + beta (+ residual) with xhat from act(x), and the training / eval
@@ -270,9 +279,14 @@ unsigned channel_blocks(int64_t c) { return unsigned((c + kColThreads - 1) / kCo
 template <class T, ColMode M, NormAct A = NormAct::none>
 void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
                            float* part0, float* part1, cudaStream_t s) {
-  const dim3 grid(channel_blocks(p.c), unsigned(chunk_count(p.rows)));
-  column_partial_kernel<T, M, A>
-      <<<grid, kColThreads, 0, s>>>(a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
+  constexpr int kN = cuda::Pack<T>::kN;
+  const unsigned chunks = unsigned(chunk_count(p.rows));
+  if (p.c % kN == 0 && cuda::packs_ok(a, b))
+    column_partial_kernel<T, M, A, kN><<<dim3(channel_blocks(p.c / kN), chunks), kColThreads, 0, s>>>(
+        a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
+  else
+    column_partial_kernel<T, M, A, 1><<<dim3(channel_blocks(p.c), chunks), kColThreads, 0, s>>>(
+        a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
   CNN_CHECK_LAUNCH("norm column partial sums");
 }
 

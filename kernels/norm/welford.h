@@ -11,13 +11,17 @@ struct Welford {
   float n = 0.f, mean = 0.f, m2 = 0.f;
 };
 
-// Adds one value: the mean moves by delta / n, m2 by delta * (v - new mean) (never negative, unlike sum x^2 - n
-// mean^2).
+// Adds one value as the n-th, given inv_n = 1 / n: the mean moves by delta / n, m2 by delta * (v - new mean)
+// (never negative, unlike sum x^2 - n mean^2). Threads that track several channels over the same rows share inv_n.
+CNN_HOST_DEVICE inline void welford_step(float& mean, float& m2, float v, float inv_n) {
+  const float d = v - mean;
+  mean += d * inv_n;
+  m2 += d * (v - mean);
+}
+
 CNN_HOST_DEVICE inline void welford_add(Welford& s, float v) {
   s.n += 1.f;
-  const float d = v - s.mean;
-  s.mean += d / s.n;
-  s.m2 += d * (v - s.mean);
+  welford_step(s.mean, s.m2, v, 1.0f / s.n);
 }
 
 // Statistics of the union of two disjoint sets (Chan et al.): exact in real arithmetic; an empty side is neutral.
