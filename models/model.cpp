@@ -18,7 +18,7 @@ Tensor ModuleList::forward(const ForwardContext&, const Tensor&) {
 Residual::Residual(std::shared_ptr<Module> fn) : Module("Residual"), fn_(register_module("fn", std::move(fn))) {}
 
 Tensor Residual::forward(const ForwardContext& ctx, const Tensor& x) {
-  return ops::add(ctx.tape, fn_->forward(ctx, x), x);
+  return ops::add(ctx.tape, fn_->call(ctx, x), x);
 }
 
 ConvBn::ConvBn(std::shared_ptr<Module> conv, int64_t out_channels, bool relu)
@@ -29,8 +29,8 @@ ConvBn::ConvBn(std::shared_ptr<Module> conv, int64_t out_channels, bool relu)
 }
 
 Tensor ConvBn::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor y = bn_->forward(ctx, conv_->forward(ctx, x));
-  return relu_ ? relu_->forward(ctx, y) : y;
+  Tensor y = bn_->call(ctx, conv_->call(ctx, x));
+  return relu_ ? relu_->call(ctx, y) : y;
 }
 
 Mlp::Mlp(int64_t channels, int64_t hidden) : Module("Mlp") {
@@ -40,7 +40,7 @@ Mlp::Mlp(int64_t channels, int64_t hidden) : Module("Mlp") {
 }
 
 Tensor Mlp::forward(const ForwardContext& ctx, const Tensor& x) {
-  return fc2_->forward(ctx, act_->forward(ctx, fc1_->forward(ctx, x)));
+  return fc2_->call(ctx, act_->call(ctx, fc1_->call(ctx, x)));
 }
 
 std::shared_ptr<Module> make_activation(const std::string& name) {

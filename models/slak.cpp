@@ -50,8 +50,8 @@ SLaKLargeKernel::SLaKLargeKernel(int64_t channels, int kernel, int small_kernel,
 }
 
 Tensor SLaKLargeKernel::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor y = branches_[0]->forward(ctx, x);
-  for (size_t i = 1; i < branches_.size(); ++i) y = ops::add(ctx.tape, y, branches_[i]->forward(ctx, x));
+  Tensor y = branches_[0]->call(ctx, x);
+  for (size_t i = 1; i < branches_.size(); ++i) y = ops::add(ctx.tape, y, branches_[i]->call(ctx, x));
   return y;
 }
 
@@ -70,10 +70,10 @@ SLaKBlock::SLaKBlock(const SLaKConfig& c, int64_t dim, int kernel, double drop_p
 }
 
 Tensor SLaKBlock::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor h = norm_->forward(ctx, large_kernel_->forward(ctx, x));
-  h = pwconv2_->forward(ctx, act_->forward(ctx, pwconv1_->forward(ctx, h)));
+  Tensor h = norm_->call(ctx, large_kernel_->call(ctx, x));
+  h = pwconv2_->call(ctx, act_->call(ctx, pwconv1_->call(ctx, h)));
   h = ops::mul(ctx.tape, h, gamma);
-  return ops::add(ctx.tape, x, drop_path_->forward(ctx, h));
+  return ops::add(ctx.tape, x, drop_path_->call(ctx, h));
 }
 
 SLaK::SLaK(const SLaKConfig& config, const BuildOptions& options) : Model("SLaK", config.common), config_(config) {
@@ -111,8 +111,8 @@ Tensor SLaK::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
   Tensor h = x;
   for (size_t i = 0; i < stage_list_.size(); ++i)
-    h = stage_list_[i]->forward(ctx, downsample_list_[i]->forward(ctx, h));
-  return head_->forward(ctx, norm_->forward(ctx, pool_->forward(ctx, h)));
+    h = stage_list_[i]->call(ctx, downsample_list_[i]->call(ctx, h));
+  return head_->call(ctx, norm_->call(ctx, pool_->call(ctx, h)));
 }
 
 }  // namespace cnn

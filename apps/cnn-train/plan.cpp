@@ -113,6 +113,14 @@ void check_combinations(const TrainConfig& c, const Device& device) {
     throw Error(str_cat("--warmup-lr-init: expected <= --lr (", c.lr, "), got ", c.warmup_lr_init));
   if (c.given.count("steps") && !c.synthetic) throw Error("--steps: only with --synthetic (benchmark mode)");
   if (c.given.count("bench_warmup") && !c.synthetic) throw Error("--bench-warmup: only with --synthetic");
+  if (c.given.count("profile") && !c.synthetic) throw Error("--profile: only with --synthetic (benchmark mode)");
+  if (c.given.count("trace_dir") && !c.synthetic) throw Error("--trace-dir: only with --synthetic (benchmark mode)");
+  if (c.profile > 0 && c.given.count("steps"))
+    throw Error("--steps: not with --profile (the profile runs --profile N steps)");
+  if (c.profile > 0 && !c.trace_dir.empty()) throw Error("--trace-dir: not with --profile (one measurement at a time)");
+  if (!c.trace_dir.empty() && c.bench_warmup > 0)
+    throw Error(str_cat("--trace-dir: needs --bench-warmup 0 (the traced steps start from the initial weights), got ",
+                        c.bench_warmup));
   if (c.synthetic && c.stop_after > 0) throw Error("--stop-after: not with --synthetic (benchmark mode saves nothing)");
   if (c.bench_data && c.synthetic) throw Error("--bench-data: not with --synthetic (one benchmark at a time)");
   if (c.given.count("bench_seconds") && !c.bench_data) throw Error("--bench-seconds: only with --bench-data");
@@ -161,7 +169,10 @@ Plan make_plan(const TrainConfig& config) {
   p.model_config = resolve_model(c);
   p.model_name = model_common(p.model_config).name;
   p.build_options.bfc_accum = c.bfc_accum == "ha" ? dwconv::BfcAccum::ha : dwconv::BfcAccum::fp32;
-  if (c.synthetic) c.synthetic_size = std::max<int64_t>(4, (c.steps + c.bench_warmup) * c.batch_size * c.accum_steps);
+  if (c.synthetic) {
+    const int64_t timed = c.profile > 0 ? c.profile : c.steps;
+    c.synthetic_size = std::max<int64_t>(4, (timed + c.bench_warmup) * c.batch_size * c.accum_steps);
+  }
   const int channels = model_common(p.model_config).in_channels;
   load_datasets(p, channels);
   p.train_set = limit(p.train_set, c.train_samples, "--train-samples");

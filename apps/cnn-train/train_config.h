@@ -52,6 +52,8 @@ struct TrainConfig {
   bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
   int64_t steps = 20;        // benchmark: timed steps
   int64_t bench_warmup = 3;  // benchmark: untimed steps first
+  int64_t profile = 0;       // benchmark: profile this many steps (by op kind and layer) instead of timing
+  std::string trace_dir;     // benchmark: folder for the initial weights, the steps' batches and losses
   bool bench_data = false;     // data-pipeline benchmark: the training loader alone, images/s, no files
   double bench_seconds = 10;   // data-pipeline benchmark: measured seconds
 
