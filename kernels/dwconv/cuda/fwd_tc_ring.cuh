@@ -1,6 +1,10 @@
-// Pieces shared by the FP16 tensor-core ring kernel's two MMA policies (fwd_tc_ring_taps.cu: 8-tap filter fragments;
-// fwd_tc_ring_pairs.cu: channel pairs): block constants, the filter-row staging and its B operands, the A-operand
-// byte permutes and the output tile's epilogue. Design: docs/dwconv-fp16.md.
+// The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
+// read rotated by 180 degrees), NHWC maps, (FH, FW, C) filter, C % 8 == 0, 16-byte aligned pointers, FP32
+// accumulation. One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
+// a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
+// steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
+// the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
+// supplies the ring layout, the per-row MMAs and the epilogue. Design: docs/dwconv-fp16.md.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -49,14 +53,13 @@ struct RingArgs {
   const __half* __restrict__ bias;  // (C) or null
   __half* __restrict__ dst;         // (N, out_h, out_w, C)
   int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;
-  int tiles_h, tiles_w, channel_blocks;
-  int channels_first;  // block index order: channel block fastest (1) or column tile fastest (0)
+  int tiles_h, tiles_w, channel_blocks;  // blocks: channel block fastest, then column tile, row tile, image
 };
 
 // The launch arguments and one-block-per-tile grid of a ring kernel on (g, q), after the checks both kernels share;
 // `what` names the kernel in the errors.
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                          int q, bool channels_first, const char* what) {
+                          int q, const char* what) {
   CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0, what, ": needs stride 1 and C % 8 == 0, got C=", g.c,
             " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
@@ -66,8 +69,7 @@ inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias
   return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
                   .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
                   .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
-                  .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = (g.c + kBN - 1) / kBN,
-                  .channels_first = channels_first ? 1 : 0};
+                  .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = (g.c + kBN - 1) / kBN};
 }
 
 inline dim3 ring_grid(const RingArgs& a, const ConvGeometry& g, const char* what) {
@@ -232,6 +234,74 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
     if (sw & 1) v = make_uint4(v.z, v.w, v.x, v.y);
     __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
   }
+}
+
+// The ring kernel on MMA policy P, which provides: Shape (the ring's layout: kCols, kXBytes, kSmemBytes, kTapStride
+// and RingTileT's members), Acc (the warp's accumulators), Rows and rows() (the input-row stager), kMinBlocks,
+// stage_row, lane_mask, zero, compute_row (the MMAs of one filter row) and store_tile (bias, FP16 output).
+template <class P>
+__global__ void __launch_bounds__(kThreads, P::kMinBlocks) dwconv_tc_ring_f16_kernel(const RingArgs a) {
+  using S = typename P::Shape;
+  extern __shared__ uint4 smem_u4[];
+  uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
+  uint2* const fs = xs + S::kXBytes / 8;
+  const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  // Channel blocks fastest: the blocks of one tile position run together, so each 128-byte line of the maps is read
+  // and written whole while it is in L2 (a block moves 32 bytes of each position); with column tiles fastest the
+  // other sectors of a line go to blocks that run waves later.
+  const int cb = blockIdx.x % a.channel_blocks;
+  int bx = blockIdx.x / a.channel_blocks;
+  const int tw = bx % a.tiles_w;
+  bx /= a.tiles_w;
+  const int th = bx % a.tiles_h;
+  const int n = bx / a.tiles_h;
+  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
+  const RingTileT<S> tile(a, xs, fs, n, oh0, ow0, c0, tid);
+  const typename P::Rows rows_in = P::rows(tile, a, xs, n, oh0, ow0, c0, tid);
+
+  // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
+  const int rows = min(kRows, a.out_h - oh0);
+  const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
+  const int rho_end = i_hi + kRows - 1;  // input rows past this are never read
+
+  const unsigned mask = P::lane_mask(g, t);
+  typename P::Acc acc;
+  P::zero(acc);
+
+  // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
+  if (i_lo < i_hi) {
+    for (int rho = i_lo; rho < i_lo + kRows; ++rho) P::stage_row(rows_in, rho, tid);
+    tile.stage_filter(i_lo);
+  }
+  cuda::cp_async_commit();
+  if (i_lo + kRows < rho_end) P::stage_row(rows_in, i_lo + kRows, tid);
+  if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
+  cuda::cp_async_commit();
+
+  const auto row_base = P::row_base(xs, grp);
+  for (int i = i_lo; i < i_hi; ++i) {
+    cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
+    __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
+    if (i + kRows + 1 < rho_end) P::stage_row(rows_in, i + kRows + 1, tid);
+    if (i + 2 < i_hi) tile.stage_filter(i + 2);
+    cuda::cp_async_commit();
+    P::compute_row(acc, row_base, fs + ((i % 3) * kGroups + grp) * S::kTapStride, i, g, t, mask);
+  }
+  cuda::cp_async_wait<0>();
+  __syncthreads();  // the ring becomes the output tile
+  P::store_tile(acc, xs, a, n, oh0, ow0, c0, tid);
+}
+
+template <class P>
+void launch_ring_policy(const RingArgs& a, dim3 grid, cudaStream_t stream) {
+  using S = typename P::Shape;
+  auto kernel = dwconv_tc_ring_f16_kernel<P>;
+  // Opt in above 48 KB on every call: cheap, and correct whichever device is current.
+  if constexpr (S::kSmemBytes > 48 * 1024)
+    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
 }
 
 }  // namespace

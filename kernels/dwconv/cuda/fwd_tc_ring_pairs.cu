@@ -1,7 +1,5 @@
-// The ring kernel with channel pairs in the MMA's k dimension: FP16 depthwise convolution on tensor cores, FP32
-// accumulation, stride 1, forward and backward-data (filter read rotated). Same block (128 threads, 16 channels, a
-// warp per 4-channel group, 16 x 8Q outputs), ring of input rows and filter-row staging as fwd_tc_ring_taps.cu;
-// the MMA formulation and the ring's layout differ.
+// The ring kernel's channel-pairs MMA policy (fwd_tc_ring.cuh): same block, ring of input rows and filter-row
+// staging as the 8-tap policy; the MMA formulation and the ring's layout differ.
 //
 // Per m16n8k8: k = 4 input positions x 2 channels (k = 2 position + channel), n = 4 output columns x the same 2
 // channels (n = 2 column + channel), M = 16 output rows. A[m][k] = x(row m, position 4j + k/2, channel k%2): a lane's
@@ -168,79 +166,47 @@ __device__ __forceinline__ void store_tile_pairs(const float (&acc)[2 * kQ][2][4
 // at nd = 17 (125 registers).
 __host__ __device__ constexpr int pairs_min_blocks(int nd) { return nd <= 16 ? 4 : 3; }
 
+// The policy (fwd_tc_ring.cuh): input rows in channel-pair planes of 4-byte words, B one tap per lane half.
 template <int kQ, int kNd>
-__global__ void __launch_bounds__(kThreads, pairs_min_blocks(kNd)) dwconv_tc_ring_pairs_f16_kernel(const RingArgs a) {
-  using S = PairShape<kQ, kNd>;
-  extern __shared__ uint4 smem_u4[];
-  uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
-  uint2* const fs = xs + S::kXBytes / 8;
-  const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
-  const int g = lane >> 2, t = lane & 3;
-
-  // Channel blocks fastest, as in the tap kernel (whole 128-byte lines while they are in L2).
-  const int cb = blockIdx.x % a.channel_blocks;
-  int bx = blockIdx.x / a.channel_blocks;
-  const int tw = bx % a.tiles_w;
-  bx /= a.tiles_w;
-  const int th = bx % a.tiles_h;
-  const int n = bx / a.tiles_h;
-  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
-  const RingTileT<S> tile(a, xs, fs, n, oh0, ow0, c0, tid);  // filter rows
-  const PlaneRows<S> planes(a, reinterpret_cast<unsigned*>(xs), n, oh0, ow0, c0, tid);  // input rows
-
-  const int rows = min(kRows, a.out_h - oh0);
-  const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
-  const int rho_end = i_hi + kRows - 1;
-
-  const unsigned half_mask = (g & 1) ? 0xffff0000u : 0x0000ffffu;  // the lane's output channel within its pair
-
-  float acc[2 * kQ][2][4];
-#pragma unroll
-  for (int q = 0; q < 2 * kQ; ++q)
-#pragma unroll
-    for (int p = 0; p < 2; ++p)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[q][p][e] = 0.f;
-
-  if (i_lo < i_hi) {
-    for (int rho = i_lo; rho < i_lo + kRows; ++rho) planes.stage_row(rho, tid);
-    tile.stage_filter(i_lo);
+struct PairsPolicy {
+  using Shape = PairShape<kQ, kNd>;
+  using Acc = float[2 * kQ][2][4];
+  using Rows = PlaneRows<Shape>;
+  static constexpr int kMinBlocks = pairs_min_blocks(kNd);
+  __device__ static Rows rows(const RingTileT<Shape>&, const RingArgs& a, uint2* xs, int n, int oh0, int ow0, int c0,
+                              int tid) {
+    return Rows(a, reinterpret_cast<unsigned*>(xs), n, oh0, ow0, c0, tid);
   }
-  cuda::cp_async_commit();
-  if (i_lo + kRows < rho_end) planes.stage_row(i_lo + kRows, tid);
-  if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
-  cuda::cp_async_commit();
-
-  const unsigned* plane0 = reinterpret_cast<const unsigned*>(xs) + 2 * grp * S::kPlaneStride;
-  for (int i = i_lo; i < i_hi; ++i) {
-    cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
-    __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
-    if (i + kRows + 1 < rho_end) planes.stage_row(i + kRows + 1, tid);
-    if (i + 2 < i_hi) tile.stage_filter(i + 2);
-    cuda::cp_async_commit();
-    const uint2* taps = fs + ((i % 3) * kGroups + grp) * S::kTapStride;
+  __device__ static void stage_row(const Rows& r, int rho, int tid) { r.stage_row(rho, tid); }
+  // The lane's output channel within its pair.
+  __device__ static unsigned lane_mask(int g, int) { return (g & 1) ? 0xffff0000u : 0x0000ffffu; }
+  __device__ static void zero(Acc& acc) {
+#pragma unroll
+    for (int q = 0; q < 2 * kQ; ++q)
+#pragma unroll
+      for (int p = 0; p < 2; ++p)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[q][p][e] = 0.f;
+  }
+  __device__ static const unsigned* row_base(const uint2* xs, int grp) {
+    return reinterpret_cast<const unsigned*>(xs) + 2 * grp * Shape::kPlaneStride;
+  }
+  __device__ static void compute_row(Acc& acc, const unsigned* plane0, const uint2* taps, int i, int g, int t,
+                                     unsigned half_mask) {
     compute_row_pairs<kQ, kNd>(acc, plane0, taps, i, g, t, half_mask);
   }
-  cuda::cp_async_wait<0>();
-  __syncthreads();  // the ring becomes the output tile
-  store_tile_pairs<kQ>(acc, xs, a, n, oh0, ow0, c0, tid);
-}
-
-template <int kQ, int kNd>
-void launch_pairs(const RingArgs& a, dim3 grid, cudaStream_t stream) {
-  using S = PairShape<kQ, kNd>;
-  auto kernel = dwconv_tc_ring_pairs_f16_kernel<kQ, kNd>;
-  if constexpr (S::kSmemBytes > 48 * 1024)
-    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
-  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
-}
+  __device__ static void store_tile(const Acc& acc, uint2* ys, const RingArgs& a, int n, int oh0, int ow0, int c0,
+                                    int tid) {
+    store_tile_pairs<kQ>(acc, ys, a, n, oh0, ow0, c0, tid);
+  }
+};
 
 template <int kQ, int kNd = 1>
 void launch_pairs_nd(const RingArgs& a, int nd, dim3 grid, cudaStream_t stream) {
   if constexpr (kNd < kPairsMaxNd) {
     if (nd > kNd) return launch_pairs_nd<kQ, kNd + 1>(a, nd, grid, stream);
   }
-  launch_pairs<kQ, kNd>(a, grid, stream);
+  launch_ring_policy<PairsPolicy<kQ, kNd>>(a, grid, stream);
 }
 
 }  // namespace
@@ -250,7 +216,7 @@ int tc_ring_pairs_nd(int fw) { return (fw + 2) / 4 + 1; }
 void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                               int q, cudaStream_t stream) {
   const char* what = "dwconv tc-ring-pairs f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, q, true, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, q, what);
   const dim3 grid = ring_grid(a, g, what);
   const int nd = tc_ring_pairs_nd(g.fw);
   switch (q) {

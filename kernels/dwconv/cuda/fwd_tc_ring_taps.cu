@@ -1,6 +1,4 @@
-// Flash-DWC-T with register reuse ("ring" kernel): FP16 depthwise convolution on tensor cores, FP32 accumulation,
-// stride 1, forward and backward-data (filter read rotated by 180 degrees). NHWC maps, (FH, FW, C) filter,
-// C % 8 == 0, 16-byte aligned pointers, FW <= 8 * kMaxGamma. Design and measurements: docs/dwconv-fp16.md.
+// The ring kernel's 8-tap MMA policy (fwd_tc_ring.cuh), FW <= 64 in kGamma = ceil(FW / 8) fragments.
 //
 // Per channel, two m16n8k8 MMAs (k = 0..7, 8..15) compute 16 output rows x 8 output columns over a 16-column input
 // window and 8 filter taps: A[m][k] = x(row m, column 8s + k), B[k][n] = w(8f + k - n) inside the band
@@ -10,8 +8,7 @@
 // With fragments of 8 taps, the window of output block q at fragment f starts at column 8(q + f): moving to the next
 // fragment, block q reads what block q+1 read before. A warp therefore keeps the 8-column input blocks of one
 // filter row in registers and loads one new block per fragment for kQ MMAs, instead of one 16x16 A tile per MMA
-// (the T kernels' design, bound by shared-memory bandwidth). Input rows live in a ring of shared-memory rows: moving
-// to the next filter row needs one new input row, fetched with cp.async two steps ahead, one barrier per filter row.
+// (the T kernels' design, bound by shared-memory bandwidth).
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.h"
@@ -25,7 +22,7 @@ namespace {
 
 // The warp's MMAs of filter row i: kGamma fragments x kQ output blocks x 4 channels.
 template <int kQ, int kGamma>
-__device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2* xs_grp, const uint2* taps, int i,
+__device__ __forceinline__ void tap_row(float (&acc)[kQ][4][4], const uint2* xs_grp, const uint2* taps, int i,
                                             int g, int t, unsigned mask) {
   using S = RingShape<kQ, kGamma>;
   const uint2* row_g = xs_grp + ((i + g) % kRing) * S::kPitch;
@@ -49,7 +46,7 @@ __device__ __forceinline__ void compute_row(float (&acc)[kQ][4][4], const uint2*
 }
 
 template <int kQ, int kGamma>
-__device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* ys, const RingArgs& a, int n,
+__device__ __forceinline__ void store_tap_tile(const float (&acc)[kQ][4][4], uint2* ys, const RingArgs& a, int n,
                                            int oh0, int ow0, int c0, int tid) {
   using S = RingShape<kQ, kGamma>;
   constexpr int kCols = S::kCols;
@@ -87,89 +84,53 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kQ][4][4], uint2* 
 // gamma 1 spill and run slower (docs/dwconv-fp16.md, tried and rejected).
 __host__ __device__ constexpr int ring_min_blocks(int gamma) { return gamma <= 3 ? 4 : 3; }
 
+// The policy (fwd_tc_ring.cuh): ring rows of 8-byte positions (4 channels), the B band masked per lane.
 template <int kQ, int kGamma>
-__global__ void __launch_bounds__(kThreads, ring_min_blocks(kGamma)) dwconv_tc_ring_f16_kernel(const RingArgs a) {
-  using S = RingShape<kQ, kGamma>;
-  extern __shared__ uint4 smem_u4[];
-  uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
-  uint2* const fs = xs + S::kXBytes / 8;
-  const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
-  const int g = lane >> 2, t = lane & 3;
-
-  // Channel blocks fastest: the blocks of one tile position run together, so each 128-byte line of the maps is read
-  // and written whole while it is in L2 (a block moves 32 bytes of each position); with column tiles fastest the
-  // other sectors of a line go to blocks that run waves later.
-  const int spatial_blocks = gridDim.x / a.channel_blocks;
-  const int cb = a.channels_first ? blockIdx.x % a.channel_blocks : blockIdx.x / spatial_blocks;
-  int bx = a.channels_first ? blockIdx.x / a.channel_blocks : blockIdx.x % spatial_blocks;
-  const int tw = bx % a.tiles_w;
-  bx /= a.tiles_w;
-  const int th = bx % a.tiles_h;
-  const int n = bx / a.tiles_h;
-  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
-  const RingTile<kQ, kGamma> tile(a, xs, fs, n, oh0, ow0, c0, tid);
-
-  // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
-  const int rows = min(kRows, a.out_h - oh0);
-  const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
-  const int rho_end = i_hi + kRows - 1;  // input rows past this are never read
-
+struct TapsPolicy {
+  using Shape = RingShape<kQ, kGamma>;
+  using Acc = float[kQ][4][4];
+  struct Rows {  // the tile stages its own input rows
+    const RingTile<kQ, kGamma>& tile;
+  };
+  static constexpr int kMinBlocks = ring_min_blocks(kGamma);
+  __device__ static Rows rows(const RingTile<kQ, kGamma>& tile, const RingArgs&, uint2*, int, int, int, int, int) {
+    return Rows{tile};
+  }
+  __device__ static void stage_row(const Rows& r, int rho, int) { r.tile.stage_row(rho); }
   // Lane mask of the B band: low half valid when 2t >= g, high half when 2t + 1 >= g.
-  const unsigned mask = (2 * t >= g ? 0x0000ffffu : 0u) | (2 * t + 1 >= g ? 0xffff0000u : 0u);
-
-  float acc[kQ][4][4];
-#pragma unroll
-  for (int q = 0; q < kQ; ++q)
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[q][c][e] = 0.f;
-
-  // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
-  if (i_lo < i_hi) {
-    for (int rho = i_lo; rho < i_lo + kRows; ++rho) tile.stage_row(rho);
-    tile.stage_filter(i_lo);
+  __device__ static unsigned lane_mask(int g, int t) {
+    return (2 * t >= g ? 0x0000ffffu : 0u) | (2 * t + 1 >= g ? 0xffff0000u : 0u);
   }
-  cuda::cp_async_commit();
-  if (i_lo + kRows < rho_end) tile.stage_row(i_lo + kRows);
-  if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
-  cuda::cp_async_commit();
-
-  const uint2* xs_grp = xs + grp * S::kGroupStride;
-  for (int i = i_lo; i < i_hi; ++i) {
-    cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
-    __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
-    if (i + kRows + 1 < rho_end) tile.stage_row(i + kRows + 1);
-    if (i + 2 < i_hi) tile.stage_filter(i + 2);
-    cuda::cp_async_commit();
-    compute_row<kQ, kGamma>(acc, xs_grp, fs + ((i % 3) * kGroups + grp) * S::kTapStride, i, g, t, mask);
+  __device__ static void zero(Acc& acc) {
+#pragma unroll
+    for (int q = 0; q < kQ; ++q)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[q][c][e] = 0.f;
   }
-  cuda::cp_async_wait<0>();
-  __syncthreads();  // the ring becomes the output tile
-  store_tile<kQ, kGamma>(acc, xs, a, n, oh0, ow0, c0, tid);
-}
-
-template <int kQ, int kGamma>
-void launch_ring(const RingArgs& a, dim3 grid, cudaStream_t stream) {
-  using S = RingShape<kQ, kGamma>;
-  auto kernel = dwconv_tc_ring_f16_kernel<kQ, kGamma>;
-  // Opt in above 48 KB on every call: cheap, and correct whichever device is current.
-  if constexpr (S::kSmemBytes > 48 * 1024)
-    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
-  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
-}
+  __device__ static const uint2* row_base(const uint2* xs, int grp) { return xs + grp * Shape::kGroupStride; }
+  __device__ static void compute_row(Acc& acc, const uint2* xs_grp, const uint2* taps, int i, int g, int t,
+                                     unsigned mask) {
+    tap_row<kQ, kGamma>(acc, xs_grp, taps, i, g, t, mask);
+  }
+  __device__ static void store_tile(const Acc& acc, uint2* ys, const RingArgs& a, int n, int oh0, int ow0, int c0,
+                                    int tid) {
+    store_tap_tile<kQ, kGamma>(acc, ys, a, n, oh0, ow0, c0, tid);
+  }
+};
 
 template <int kQ>
 void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream) {
   switch (gamma) {
-    case 1: return launch_ring<kQ, 1>(a, grid, stream);
-    case 2: return launch_ring<kQ, 2>(a, grid, stream);
-    case 3: return launch_ring<kQ, 3>(a, grid, stream);
-    case 4: return launch_ring<kQ, 4>(a, grid, stream);
-    case 5: return launch_ring<kQ, 5>(a, grid, stream);
-    case 6: return launch_ring<kQ, 6>(a, grid, stream);
-    case 7: return launch_ring<kQ, 7>(a, grid, stream);
-    default: return launch_ring<kQ, 8>(a, grid, stream);
+    case 1: return launch_ring_policy<TapsPolicy<kQ, 1>>(a, grid, stream);
+    case 2: return launch_ring_policy<TapsPolicy<kQ, 2>>(a, grid, stream);
+    case 3: return launch_ring_policy<TapsPolicy<kQ, 3>>(a, grid, stream);
+    case 4: return launch_ring_policy<TapsPolicy<kQ, 4>>(a, grid, stream);
+    case 5: return launch_ring_policy<TapsPolicy<kQ, 5>>(a, grid, stream);
+    case 6: return launch_ring_policy<TapsPolicy<kQ, 6>>(a, grid, stream);
+    case 7: return launch_ring_policy<TapsPolicy<kQ, 7>>(a, grid, stream);
+    default: return launch_ring_policy<TapsPolicy<kQ, 8>>(a, grid, stream);
   }
 }
 
@@ -179,7 +140,7 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
                                const ConvGeometry& g, int q, RingMma mma, cudaStream_t stream) {
   if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, q, stream);
   const char* what = "dwconv tc-ring f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, q, true, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, q, what);
   const dim3 grid = ring_grid(a, g, what);
   const int gamma = (g.fw + 7) / 8;
   switch (q) {

@@ -3,11 +3,11 @@
 // tensors, C % 8 == 0 (FP16) or C % 4 == 0 (FP32), sm_90.
 //
 // Persistent blocks walk tiles of 16 output rows x 8 (or 16) columns x one 128-byte channel slice (64 halves or 32
-// floats), in the order TmaTileOrder names. Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x
+// floats), one group of blocks per slice (tile_range). Thread 0 asks the TMA for a tile's input window, (16 + FH - 1) x
 // (tile width + FW - 1) positions of the slice, stages - 1 tiles ahead into a ring of shared-memory stages; an
 // mbarrier per stage says when its bytes have landed. Thread = one lane of 16 or 8 bytes of channels
 // (TmaCcConfig::lane_bytes) x 8 outputs of one tile row, or of two rows (rows_per_thread, 8-byte lanes); a 16-column
-// tile has two such column groups. The filter of the block's slice (interleaved order: of every slice) sits in shared
+// tile has two such column groups. The filter of the block's slice sits in shared
 // memory as FP32 (rotated for backward-data), the bias in registers.
 //
 // Why (docs/dwconv-fp16.md): the FP16 register kernel spends about three instructions per FFMA at 3x3 on bounds
@@ -45,10 +45,6 @@ constexpr int kRows = 16;                // output rows per tile
 constexpr int kTM = 8;                   // output columns per thread
 constexpr int kSliceBytes = 128;         // one box row of channels
 constexpr size_t kMaxSmem = 200 * 1024;  // per block: stages + filter + barriers (an SM has 227 KB)
-
-// Tile orders the kernel walks; the host launches the sliced order.
-enum class TmaTileOrder { sliced, contiguous, strided, interleaved };
-constexpr int kSliced = static_cast<int>(TmaTileOrder::sliced);
 
 // A thread's lane: kBytes of one position's channels (16: a uint4, 8: a uint2), widened to / narrowed from FP32,
 // for kRpt output rows of a tile. 16-byte lanes give a 128-thread block (8 lanes x 16 rows); 8-byte lanes give 256
@@ -123,11 +119,8 @@ struct TmaArgs {
   int n, c, out_h, out_w, fh, pad_t, pad_l, flip;
   int tiles_h, tiles_w, tiles;  // tiles = channel slices x N x tiles_h x tiles_w
   int stage_bytes, stages;
-  int order;                             // TmaTileOrder
-  int slices;                            // channel slices
-  int filter_floats;                     // shared-memory floats before the mbarriers: filter(s), bias (interleaved)
+  int filter_floats;                     // shared-memory floats of the filter, before the mbarriers
   cuda::FastDivmod div_w, div_h, div_n;  // tiles_w, tiles_h, n as multiply-shift divisors (see tile_at)
-  cuda::FastDivmod div_s;                // slices (interleaved order)
 };
 
 template <class L>
@@ -138,14 +131,14 @@ template <class L>
 size_t filter_bytes(int fh, int fw) {
   return size_t(fh) * fw * L::kBN * sizeof(float);
 }
-// Floats of filter (and bias) in shared memory: one slice's filter, or with the interleaved order every slice's
-// filter and the whole bias (each a multiple of 32 floats, so the mbarriers after them stay 8-byte aligned).
+// Floats of filter in shared memory: one slice's filter (a multiple of 32 floats, so the mbarriers after it stay
+// 8-byte aligned).
 template <class L>
 int filter_floats(const ConvGeometry& g) {
   return g.fh * g.fw * L::kBN;
 }
 // [stage][window rows][window columns][slice channels] (each stage a multiple of 128 bytes), the FP32 filter
-// [slice][tap][slice channels] (and the bias), then one mbarrier per stage.
+// [tap][slice channels], then one mbarrier per stage.
 template <class L>
 size_t smem_bytes(int fh, int fw, int stages, size_t filter_floats) {
   return stages * stage_bytes<L>(fh, fw) + filter_floats * sizeof(float) + stages * sizeof(uint64_t);
@@ -156,8 +149,7 @@ size_t smem_bytes(int fh, int fw, int stages) {  // one slice's filter
 }
 
 // Tile t -> (channel slice, image, tile row, tile column), columns fastest and the channel slice slowest, so a
-// persistent block reloads its filter only when its tiles cross into the next slice (interleaved order: the slice
-// fastest, every slice's filter loaded once).
+// persistent block reloads its filter only when its tiles cross into the next slice.
 struct Tile {
   int c0, n, oh0, ow0;
 };
@@ -167,16 +159,9 @@ struct Tile {
 template <class L>
 constexpr bool kDivisorTiles = L::kLanes * L::kRowSlots == 128;  // per column group: wide tiles run as many warps
 
-// Interleaved order: tile t is slice t % slices of position t / slices, the position's digits as above.
 template <class L>
 __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
   Tile p;
-  int slice = -1;
-  if (a.order == static_cast<int>(TmaTileOrder::interleaved)) {
-    uint32_t r = 0;
-    t = static_cast<int>(a.div_s.divmod(static_cast<uint32_t>(t), r));
-    slice = static_cast<int>(r);
-  }
   if constexpr (kDivisorTiles<L>) {
     uint32_t r = 0;
     uint32_t q = a.div_w.divmod(static_cast<uint32_t>(t), r);
@@ -194,7 +179,6 @@ __device__ __forceinline__ Tile tile_at(const TmaArgs<L>& a, int t) {
     p.n = t % a.n;
     p.c0 = (t / a.n) * L::kBN;
   }
-  if (slice >= 0) p.c0 = slice * L::kBN;
   return p;
 }
 
@@ -206,7 +190,7 @@ template <class L>
 __device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
   const int block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
   const int per_slice = a.n * a.tiles_h * a.tiles_w, slices = a.tiles / per_slice;
-  if (a.order == static_cast<int>(TmaTileOrder::sliced) && grid >= slices) {
+  if (grid >= slices) {
     // The blocks split into one group per slice (sizes differ by at most one); a group walks its slice with the
     // group's stride, so its blocks run neighbouring tiles at once (shared halos in L2) and load the filter once.
     const int s = static_cast<int>(1LL * block * slices / grid);
@@ -215,12 +199,9 @@ __device__ __forceinline__ TileRange tile_range(const TmaArgs<L>& a) {
     const int rank = block - lo, size = hi - lo;
     return {s * per_slice + rank, size, rank < per_slice ? (per_slice - rank - 1) / size + 1 : 0};
   }
-  if (a.order == static_cast<int>(TmaTileOrder::contiguous) || a.order == static_cast<int>(TmaTileOrder::sliced)) {
-    // contiguous, or sliced with fewer blocks than slices
-    const int first = static_cast<int>(1LL * block * a.tiles / grid);
-    return {first, 1, static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first};
-  }
-  return {block, grid, block < a.tiles ? (a.tiles - block - 1) / grid + 1 : 0};  // strided, interleaved
+  // Fewer blocks than slices: one contiguous range of tiles per block.
+  const int first = static_cast<int>(1LL * block * a.tiles / grid);
+  return {first, 1, static_cast<int>(1LL * (block + 1) * a.tiles / grid) - first};
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -387,21 +368,11 @@ __global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
   const int stages = a.stages;
   float* wsm = reinterpret_cast<float*>(smem + stages * a.stage_bytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + a.filter_floats);  // 8-byte aligned (filter_floats)
-  // Interleaved order: consecutive tiles of a block are in different slices, so every slice's filter and the bias
-  // are loaded once, up front.
-  const bool whole = a.order == static_cast<int>(TmaTileOrder::interleaved);
-  const int taps_floats = a.fh * kFW * L::kBN;  // one slice's filter
-  float* bsm = wsm + a.slices * taps_floats;    // interleaved: the bias, slices x kBN floats
   const TileRange range = tile_range(a);
   const int first = range.first, step = range.step, my_tiles = range.count;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  if (whole) {
-    for (int sl = 0; sl < a.slices; ++sl) load_slice_filter<L, kFW>(a, sl * L::kBN, wsm + sl * taps_floats);
-    for (int c = threadIdx.x; c < a.slices * L::kBN; c += L::kThreads)
-      bsm[c] = a.bias != nullptr && c < a.c ? L::to_float(a.bias[c]) : 0.f;
   }
   __syncthreads();
   // Thread 0: the k-th tile of this block into the next stage of the ring, `put` (its previous use ended at a block
@@ -424,13 +395,7 @@ __global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
   for (int k = 0; k < my_tiles; ++k) {
     if (threadIdx.x == 0 && k + stages - 1 < my_tiles) issue(k + stages - 1);
     const Tile p = tile_at(a, first + k * step);
-    const float* wt = wsm;
-    if (whole) {
-      wt += p.c0 / L::kBN * taps_floats;
-      const float* bl = bsm + p.c0 + L::kCpl * thread_spot<L>().cq;
-#pragma unroll
-      for (int e = 0; e < L::kCpl; ++e) b[e] = bl[e];
-    } else if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
+    if (p.c0 != slice) {  // the same for the whole block; nobody reads wsm past the last iteration's barrier
       load_slice_filter<L, kFW>(a, p.c0, wsm);
       load_bias(a, p.c0, b);
       slice = p.c0;
@@ -439,9 +404,9 @@ __global__ void __launch_bounds__(L::kThreads, L::kMinBlocks)
     while (!ptx::mbarrier_try_wait_parity(&full[s], phase)) {
     }
     if constexpr (L::kRowsPerThread == 1)
-      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
+      compute_row<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
     else
-      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wt, b, p);
+      compute_row_pair<L, kFW>(a, smem + s * a.stage_bytes, wsm, b, p);
     __syncthreads();  // stage s is free for the tile issued next iteration
     if (++s == stages) s = 0, phase ^= 1;
   }
@@ -547,16 +512,14 @@ void launch(const typename L::Elem* src, const typename L::Elem* w, const typena
             "x", g.fw, " (C=", g.c, ") need ", smem,
             " bytes of shared memory, more than ", kMaxSmem);
   TmaArgs<L> a{w, bias, dst, g.n, g.c, g.out_h, g.out_w, g.fh, g.pad_t, g.pad_l, g.flip ? 1 : 0, 0, 0, 0, 0, 0};
-  a.order = kSliced;
   a.tiles_h = (g.out_h + kRows - 1) / kRows;
   a.tiles_w = (g.out_w + L::kTileW - 1) / L::kTileW;
   a.div_w = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_w));
   a.div_h = cuda::FastDivmod(static_cast<uint32_t>(a.tiles_h));
   a.div_n = cuda::FastDivmod(static_cast<uint32_t>(g.n));
-  a.slices = (g.c + L::kBN - 1) / L::kBN;
-  a.div_s = cuda::FastDivmod(static_cast<uint32_t>(a.slices));
+  const int slices = (g.c + L::kBN - 1) / L::kBN;
   a.filter_floats = filter_floats<L>(g);
-  const long long tiles = static_cast<long long>(a.slices) * g.n * a.tiles_h * a.tiles_w;
+  const long long tiles = static_cast<long long>(slices) * g.n * a.tiles_h * a.tiles_w;
   CNN_CHECK(tiles < (1LL << 31), "dwconv tma: ", tiles, " tiles do not fit an int");
   a.tiles = static_cast<int>(tiles);
   a.stage_bytes = static_cast<int>(stage_bytes<L>(g.fh, g.fw));
