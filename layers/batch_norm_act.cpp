@@ -1,9 +1,8 @@
 // ops::batch_norm_act: validation, the CPU composition, the fused CUDA path and its tape node.
 #include "layers/batch_norm_act.h"
 
-#include "layers/backend.h"
+#include "layers/backend/backend.h"
 #include "layers/functional.h"
-#include "layers/nn_ops.h"
 
 namespace cnn {
 
@@ -54,7 +53,7 @@ Tensor batch_norm_act(Tape* tape, const Tensor& x_in, kernels::NormAct act, cons
     stats = {Tensor::empty({c}, DType::f32, x.device()), Tensor::empty({c}, DType::f32, x.device())};
     backend::cuda::batch_norm_act_stats(x, act, running_mean, running_var, momentum, eps, stats);
   } else {
-    stats = backend::batchnorm_running_stats(running_mean, running_var, eps);
+    stats = backend::backend_for(running_mean.device()).batchnorm_running_stats(running_mean, running_var, eps);
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   backend::cuda::batch_norm_act_apply(x, act, gamma, beta, stats, residual, y);

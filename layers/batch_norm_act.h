@@ -2,14 +2,14 @@
 // act -> BatchNorm [-> + x]). CUDA runs the fused kernels of kernels/norm/norm_cuda.h: act(x) is never stored, the
 // statistics take one Welford pass, y one pass, and backward one pass of column sums and one for dx. The CPU runs
 // the separate ops' kernels in sequence (the reference). Statistics, running-statistics updates and gradients as
-// ops::batch_norm (layers/nn_ops.h) applied to act(x); the residual's gradient is dy.
+// ops::batch_norm (layers/functional.h) applied to act(x); the residual's gradient is dy.
 #pragma once
 
 #include "core/autograd.h"
 #include "core/tensor.h"
 #include "kernels/norm/norm.h"
 #include "layers/layers.h"
-#include "layers/nn_backend.h"
+#include "layers/backend/backend.h"
 
 namespace cnn {
 
