@@ -147,8 +147,8 @@ void backward_examples() {
             << " degrees, padding (" << f.pad_top << "," << f.pad_bottom << "," << f.pad_left << "," << f.pad_right
             << "): max error " << max_rel_error(dx, ref) << " of max |dX|\n";
 
-  DwconvParams q;  // backward-filter: one channel, 4 images of 32 x 32, 3x3: 4096 products per tap
-  q.n = 4, q.ih = q.iw = 32, q.c = 1, q.fh = q.fw = 3, q.pad_top = q.pad_bottom = q.pad_left = q.pad_right = 1;
+  DwconvParams q;  // backward-filter: one channel, 16 images of 32 x 32, 3x3: 16384 products per tap
+  q.n = 16, q.ih = q.iw = 32, q.c = 1, q.fh = q.fw = 3, q.pad_top = q.pad_bottom = q.pad_left = q.pad_right = 1;
   std::vector<float> x = uniform(q.x_elems(), 31), g = uniform(q.y_elems(), 32);
   for (float& v : x) v = half_bits_to_float(float_to_half_bits(v));  // FP16 data, as in mixed-precision training
   for (float& v : g) v = half_bits_to_float(float_to_half_bits(v));
@@ -157,9 +157,10 @@ void backward_examples() {
   dwconv::dwconv_backward_filter_reference(xd.data(), gd.data(), dw_ref.data(), q);
   std::cout << "backward-filter: " << q.str() << ", " << int64_t(q.n) * q.oh() * q.ow()
             << " products per tap; max error of dW over max |dW| (FP64 reference):\n";
-  for (int chunks : {1, 8, 128}) {
-    std::cout << "  " << chunks << " chunk" << (chunks > 1 ? "s" : " ") << " of " << q.n * q.oh() / chunks
-              << " rows:";
+  for (int chunks : {1, 16, 512}) {
+    const int rows_per_chunk = q.n * q.oh() / chunks;
+    std::cout << "  " << chunks << (chunks > 1 ? " chunks" : " chunk") << " of " << rows_per_chunk
+              << (rows_per_chunk > 1 ? " rows" : " row") << ":";
     for (teach::Accumulation a : {teach::Accumulation::fp32, teach::Accumulation::fp16, teach::Accumulation::hybrid}) {
       std::vector<float> dw(size_t(q.w_elems()));
       teach::backward_filter_split(x.data(), g.data(), dw.data(), q, chunks, a);
@@ -180,11 +181,9 @@ void run_cpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
   std::cout << "cpu: " << omp_get_max_threads() << " OpenMP threads; map " << opts.map.str()
             << " (NHWC), 'same' padding, stride 1; median of up to " << opts.reps << " runs\n";
   CpuCeilings ceilings{opts, {}, {}};
-  print_header(std::cout);
+  print_header(std::cout, false);
   cpu_forward_rows(opts, ceilings, rows);
-  std::cout << "ceilings: parallel memcpy " << ceilings.copy(size_t(forward_bytes(bench::same_padding_params(opts.map, 1, 1), 4)))
-            << " GB/s; OpenBLAS SGEMM "
-            << ceilings.sgemm(bench::same_padding_params(opts.map, opts.filters.back(), 1).flops()) << " TFLOP/s\n";
+  print_ceilings(std::cout, rows);
   backward_examples();
 }
 

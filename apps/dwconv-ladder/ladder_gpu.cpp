@@ -43,12 +43,16 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-// Everything one filter's rows share: inputs of both dtypes, outputs, the FP64 references of image 0.
+// Everything one filter's rows share: the map's inputs of both dtypes and outputs (the same for every filter),
+// the filter, the FP64 references of image 0.
 struct FilterPoint {
   DwconvParams p;
-  RotatedTensor x32, x16;
+  const RotatedTensor& x32;
+  const RotatedTensor& x16;
+  const DeviceBuffer& y32;
+  const DeviceBuffer& y16;
   std::vector<float> w32_host, w16_host;
-  DeviceBuffer w32, w16, y32, y16;
+  DeviceBuffer w32, w16;
   ImageZeroReference ref32, ref16;
 };
 
@@ -103,7 +107,7 @@ void add(std::vector<LadderRow>& rows, LadderRow row) {
   rows.push_back(std::move(row));
 }
 
-void run_rungs(const GpuContext& ctx, FilterPoint& fp, std::vector<LadderRow>& rows) {
+void run_rungs(const GpuContext& ctx, const FilterPoint& fp, std::vector<LadderRow>& rows) {
   for (const teach::GpuRung& rung : teach::gpu_rungs()) {
     const bool f16 = rung.dtype == DType::f16;
     LadderRow row = base_row(fp, ctx.opts, std::to_string(rung.number), rung.name, f16);
@@ -125,7 +129,7 @@ void run_rungs(const GpuContext& ctx, FilterPoint& fp, std::vector<LadderRow>& r
   }
 }
 
-void run_production(const GpuContext& ctx, FilterPoint& fp, std::vector<LadderRow>& rows) {
+void run_production(const GpuContext& ctx, const FilterPoint& fp, std::vector<LadderRow>& rows) {
   const bench::RunFn run32 = [&](int i) {
     dwconv::dwconv_forward_cuda(fp.x32.slice(i), fp.w32.f32(), nullptr, fp.y32.f32(), fp.p, ctx.stream);
   };
@@ -140,7 +144,7 @@ void run_production(const GpuContext& ctx, FilterPoint& fp, std::vector<LadderRo
 }
 
 // cuDNN's fastest candidate that passes the FP64 check, over its backend engines and legacy algorithms.
-void run_cudnn(const GpuContext& ctx, FilterPoint& fp, bool f16, std::vector<LadderRow>& rows) {
+void run_cudnn(const GpuContext& ctx, const FilterPoint& fp, bool f16, std::vector<LadderRow>& rows) {
   const cudnnDataType_t data = f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   std::vector<float> w_cudnn = bench::to_cudnn_filter(f16 ? fp.w16_host : fp.w32_host, fp.p);
   DeviceBuffer w_dev(w_cudnn.size() * (f16 ? 2 : 4));
@@ -211,18 +215,16 @@ void run_gpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
   std::unique_ptr<bench::CudnnHandle> cudnn;
   if (opts.cudnn) cudnn = std::make_unique<bench::CudnnHandle>(stream.get());
   const GpuContext ctx{opts, stream.get(), roofline, cudnn.get()};
-  print_header(std::cout);
+  print_header(std::cout, true);
+  const DwconvParams map = bench::same_padding_params(opts.map, 1, 1);  // 'same' padding keeps Y the size of X
+  const RotatedTensor x32 = bench::make_rotated(map.x_elems(), bench::rotation_count(size_t(map.x_elems()) * 4), kXSeed);
+  const RotatedTensor x16 =
+      bench::make_rotated(map.x_elems(), bench::rotation_count(size_t(map.x_elems()) * 2), kXSeed, DType::f16);
+  const DeviceBuffer y32(size_t(map.y_elems()) * 4), y16(size_t(map.y_elems()) * 2);
   for (int f : opts.filters) {
-    FilterPoint fp;
-    fp.p = bench::same_padding_params(opts.map, f, 1);
-    const int rot32 = bench::rotation_count(size_t(fp.p.x_elems()) * 4);
-    const int rot16 = bench::rotation_count(size_t(fp.p.x_elems()) * 2);
-    fp.x32 = bench::make_rotated(fp.p.x_elems(), rot32, kXSeed);
-    fp.x16 = bench::make_rotated(fp.p.x_elems(), rot16, kXSeed, DType::f16);
+    FilterPoint fp{bench::same_padding_params(opts.map, f, 1), x32, x16, y32, y16, {}, {}, {}, {}, {}, {}};
     fp.w32 = bench::device_uniform(fp.p.w_elems(), kWSeed + uint64_t(f), &fp.w32_host);
     fp.w16 = bench::device_uniform(fp.p.w_elems(), kWSeed + uint64_t(f), &fp.w16_host, DType::f16);
-    fp.y32 = DeviceBuffer(size_t(fp.p.y_elems()) * 4);
-    fp.y16 = DeviceBuffer(size_t(fp.p.y_elems()) * 2);
     fp.ref32 = image_zero_reference(fp.x32.host0, fp.w32_host, fp.p);
     fp.ref16 = image_zero_reference(fp.x16.host0, fp.w16_host, fp.p);
     run_rungs(ctx, fp, rows);
@@ -233,13 +235,7 @@ void run_gpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
     }
     if (!opts.out_csv.empty()) write_csv(opts.out_csv, rows);  // a run cut short keeps the filters done so far
   }
-  const bench::CopyPoint& copy = roofline.copy(size_t(forward_bytes(bench::same_padding_params(opts.map, 1, 1), 4)));
-  std::cout << "ceilings: device copy " << copy.gbps << " GB/s (" << copy.moved_bytes / 1e6 << " MB moved); SGEMM "
-            << roofline.sgemm(bench::same_padding_params(opts.map, opts.filters.back(), 1).flops()).tflops
-            << " TFLOP/s (FP32, m = n = k = "
-            << bench::RooflineBaselines::gemm_size_for(
-                   bench::same_padding_params(opts.map, opts.filters.back(), 1).flops())
-            << ")\n";
+  print_ceilings(std::cout, rows);
 }
 
 }  // namespace cnn::ladder

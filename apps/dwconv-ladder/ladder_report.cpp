@@ -54,9 +54,9 @@ void check_against(LadderRow& row, const std::vector<float>& got, const std::vec
     row.error = str_cat("FAILED the FP64 check: max error ", row.max_err_ratio, "x the tolerance");
 }
 
-void print_header(std::ostream& os) {
+void print_header(std::ostream& os, bool gpu) {
   os << std::left << std::setw(4) << "dev" << std::setw(6) << "F" << std::setw(7) << "rung" << std::setw(34) << "name"
-     << std::setw(5) << "type" << std::right << std::setw(10) << "ms" << std::setw(9) << "TFLOP/s" << std::setw(9)
+     << std::setw(5) << "type" << std::right << std::setw(10) << "ms" << std::setw(9) << (gpu ? "TFLOP/s" : "GFLOP/s") << std::setw(9)
      << "MB" << std::setw(8) << "FLOP/B" << std::setw(9) << "GB/s" << std::setw(8) << "%copy" << std::setw(8)
      << "%sgemm" << std::setw(11) << "max rel" << "  check\n";
 }
@@ -68,11 +68,22 @@ void print_row(std::ostream& os, const LadderRow& r) {
     os << "  " << r.error << '\n';
     return;
   }
+  const bool gpu = r.device == "gpu";
   os << std::fixed << std::setprecision(3) << std::setw(10) << r.ms << std::setprecision(2) << std::setw(9)
-     << r.tflops << std::setprecision(1) << std::setw(9) << r.bytes / 1e6 << std::setprecision(2) << std::setw(8)
-     << r.intensity << std::setprecision(0) << std::setw(9) << r.gbps << std::setprecision(1) << std::setw(8)
+     << (gpu ? r.tflops : 1e3 * r.tflops) << std::setprecision(1) << std::setw(9) << r.bytes / 1e6 << std::setprecision(2) << std::setw(8)
+     << r.intensity << std::setprecision(gpu ? 0 : 2) << std::setw(9) << r.gbps << std::setprecision(1) << std::setw(8)
      << 100 * r.frac_copy << std::setw(8) << 100 * r.frac_sgemm << std::scientific << std::setprecision(2)
      << std::setw(11) << r.max_rel_err << std::defaultfloat << "  " << (r.error.empty() ? "ok" : r.error) << '\n';
+}
+
+void print_ceilings(std::ostream& os, const std::vector<LadderRow>& rows) {
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
+    if (it->ms <= 0 || it->dtype != "f32") continue;
+    os << "ceilings (" << it->filter << "x" << it->filter << ", FP32 bytes and FLOPs): "
+       << (it->device == "gpu" ? "device-to-device copy " : "parallel memcpy ") << it->copy_gbps << " GB/s, "
+       << (it->device == "gpu" ? "cuBLAS" : "OpenBLAS") << " SGEMM " << it->sgemm_tflops << " TFLOP/s\n";
+    return;
+  }
 }
 
 namespace {

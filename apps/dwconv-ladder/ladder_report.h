@@ -39,8 +39,11 @@ void fill_roofline(LadderRow& row, const dwconv::DwconvParams& p, int elem_bytes
 // Compulsory bytes of a forward: (X + W + Y) elements x elem_bytes.
 double forward_bytes(const dwconv::DwconvParams& p, int elem_bytes);
 
-void print_row(std::ostream& os, const LadderRow& r);  // one table line, as soon as a rung is measured
-void print_header(std::ostream& os);
+// One table line, printed as soon as a rung is measured: TFLOP/s on the GPU, GFLOP/s on the CPU.
+void print_row(std::ostream& os, const LadderRow& r);
+void print_header(std::ostream& os, bool gpu);
+// "ceilings: ..." with the copy and SGEMM ceilings of the last measured row (the largest filter).
+void print_ceilings(std::ostream& os, const std::vector<LadderRow>& rows);
 void write_csv(const std::string& path, const std::vector<LadderRow>& rows);  // path.tmp, then rename
 
 // Error of `got` against the FP64 reference `ref` with per-element tolerance `tol` (see the callers for the

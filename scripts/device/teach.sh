@@ -18,9 +18,11 @@ timeout 240 "$bin/dwconv-ladder" --device gpu --out "$out/dwconv-ladder-h200.csv
 rc_ladder=$?
 
 echo "==== teach.sh summary (logs in $out, ${SECONDS}s) ===="
-echo "teach_tests *Gpu*: rc=$rc_tests ${t_tests}s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/teach_tests_gpu.log" | tr '\n' ' ')"
-grep -E '^\[  FAILED  \]|Failure' "$out/teach_tests_gpu.log" | head -5
+echo "teach_tests *Gpu*: rc=$rc_tests ${t_tests}s" \
+  "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$out/teach_tests_gpu.log" | tr '\n' ' ')"
+grep -E '^\[  FAILED  \] [A-Z]|Failure' "$out/teach_tests_gpu.log" | head -5
 echo "dwconv-ladder: rc=$rc_ladder"
+[ "$rc_ladder" -eq 0 ] || tail -2 "$out/dwconv-ladder-h200.log"
 grep -E '^(device|ceilings|summary|csv):' "$out/dwconv-ladder-h200.log"
-grep -E '^gpu ' "$out/dwconv-ladder-h200.log" | awk '{printf "%s %s %s %s %s %s %s\n", $2, $3, $4, $5, $6, $7, $NF}' | cut -c1-100
+grep -E '^gpu ' "$out/dwconv-ladder-h200.log" | cut -c5-150
 [ "$rc_tests" -eq 0 ] && [ "$rc_ladder" -eq 0 ]
