@@ -107,6 +107,9 @@ std::shared_ptr<Module> make_activation(const std::string& name);
 // Depthwise conv with 'same' padding (stride 1) or PyTorch padding k // 2 (stride 2), kernel kh x kw.
 std::shared_ptr<DepthwiseConv2d> make_depthwise(int64_t channels, int kh, int kw, int stride, bool bias,
                                                 const BuildOptions& options);
+// Copies every parameter and buffer of `dst` whose name does not contain `skip` from the tensor of the same name in
+// `src` (re-parameterisation: all but the merged kernels); a name missing from `src` is an error.
+void copy_tensors_except(const Module& src, Module& dst, const std::string& skip);
 // Per-block stochastic-depth rates: linspace(0, rate, total) as torch.linspace.
 std::vector<double> drop_path_rates(double rate, int64_t total);
 
