@@ -11,6 +11,7 @@ the same 64 images, NHWC) and writes its logits. Compared: cnn-eval FP32 vs PyTo
 written by cnn-export --reparam. One JSON line per comparison, then a table.
 
 usage: bench/check_weights_interop.py --bin BUNDLE/bin --work DIR [--models convnext_tiny,...] [--images 64]
+       (on a machine without a GPU: --device cpu --size 64 --images 4 --no-amp --models replknet_31b,slak_tiny)
 """
 import argparse
 import json
@@ -20,9 +21,12 @@ import sys
 import time
 
 import torch
-from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    from safetensors.torch import load_file, save_file
+except ImportError:  # Debian's PyTorch: the format by hand
+    from bench.safetensors_io import load_file, save_file
 
 # FP32 tolerance: max |ours - torch| <= 1e-3 * max |torch logit|. Both sum the same products in another order
 # over ~20-40 layers; FP32 rounding (2^-24 relative per op) grows to ~1e-5..1e-4 of the logit scale there, so
@@ -77,12 +81,12 @@ def torch_logits(model, images, amp):
 
 def run_eval(args, name, checkpoint, inputs, out, amp):
     cmd = [os.path.join(args.bin, "cnn-eval"), "--model", name, "--checkpoint", checkpoint, "--inputs", inputs,
-           "--save-logits", out, "--device", "cuda", "--batch-size", str(args.images)] + (["--amp"] if amp else [])
+           "--save-logits", out, "--device", args.device, "--batch-size", str(args.images)] + (["--amp"] if amp else [])
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
-    return load_file(out)["logits"].cuda(), time.time() - t0
+    return load_file(out)["logits"].to(args.device), time.time() - t0
 
 
 def compare(ours, ref):
@@ -97,28 +101,30 @@ def main():
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--images", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--size", type=int, default=224, help="image height and width")
+    p.add_argument("--no-amp", action="store_true", help="FP32 only (the AMP comparison needs CUDA)")
     a = p.parse_args()
     torch.backends.cudnn.allow_tf32 = False  # an FP32 reference, not TF32
     torch.backends.cuda.matmul.allow_tf32 = False
     os.makedirs(a.work, exist_ok=True)
     g = torch.Generator().manual_seed(a.seed)
-    images = torch.randn(a.images, 3, 224, 224, generator=g)
+    images = torch.randn(a.images, 3, a.size, a.size, generator=g)
     inputs = os.path.join(a.work, "images.safetensors")
     save_file({"images": images.permute(0, 2, 3, 1).contiguous()}, inputs)
-    images = images.cuda()
+    images = images.to(a.device)
     rows, failed = [], False
     for name in a.models.split(","):
         build, what = MODELS[name]
         torch.manual_seed(a.seed)
-        model = build().cuda()
+        model = build().to(a.device)
         perturb_and_calibrate(model, images, a.seed)
         ckpt = os.path.join(a.work, f"{name}.safetensors")
         save_file({k: v.detach().contiguous().clone().cpu() for k, v in model.state_dict().items()}, ckpt)
         ref = torch_logits(model, images, False)
-        ref16 = torch_logits(model, images, True)
-        torch_amp_err = (ref16 - ref).abs().max().item()
+        torch_amp_err = float("nan") if a.no_amp else (torch_logits(model, images, True) - ref).abs().max().item()
         scale = ref.abs().max().item()
-        checks = [("fp32", ckpt, False), ("amp", ckpt, True)]
+        checks = [("fp32", ckpt, False)] + ([] if a.no_amp else [("amp", ckpt, True)])
         if name in REPARAM:
             deploy = os.path.join(a.work, f"{name}_deploy.safetensors")
             r = subprocess.run([os.path.join(a.bin, "cnn-export"), "--model", name, "--checkpoint", ckpt, "--reparam",
@@ -138,7 +144,8 @@ def main():
             print(json.dumps(row), flush=True)
             rows.append(row)
         del model
-        torch.cuda.empty_cache()
+        if a.device == "cuda":
+            torch.cuda.empty_cache()
     print()
     print(f"{'model':<18} {'mode':<12} {'max|diff|':>10} {'rel':>9} {'bound':>9} {'torch amp':>10} {'top1 agr':>8}  ok")
     for r in rows:

@@ -28,7 +28,7 @@ std::vector<int64_t> top_k(const float* row, int64_t classes, int64_t k) {
 
 std::vector<double> softmax(const float* row, int64_t classes) {
   const double m = *std::max_element(row, row + classes);
-  std::vector<double> p(size_t(classes));
+  std::vector<double> p(static_cast<size_t>(classes));
   double sum = 0;
   for (int64_t c = 0; c < classes; ++c) sum += p[size_t(c)] = std::exp(double(row[c]) - m);
   for (double& v : p) v /= sum;

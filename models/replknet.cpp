@@ -184,21 +184,7 @@ Tensor RepLKNet::forward(const ForwardContext& ctx, const Tensor& x) {
 }
 
 std::shared_ptr<RepLKNet> reparameterize(const RepLKNet& model, const BuildOptions& options) {
-  CNN_CHECK(!model.config().small_kernel_merged, "reparameterize: RepLKNet '", model.common().name,
-            "' is already re-parameterised");
-  RepLKNetConfig merged_config = model.config();
-  merged_config.small_kernel_merged = true;
-  auto merged = std::make_shared<RepLKNet>(merged_config, options);
-  merged->eval();
-  copy_tensors_except(model, *merged, ".lkb_reparam.");
-  NoGradGuard no_grad;
-  for (size_t i = 0; i < model.replk_blocks().size(); ++i) {
-    auto [w, b] = model.replk_blocks()[i]->large_kernel().equivalent_kernel_bias();
-    DepthwiseConv2d& dst = merged->replk_blocks()[i]->large_kernel().reparam();
-    dst.weight.copy_(w);
-    dst.bias.copy_(b);
-  }
-  return merged;
+  return merge_large_kernels(model, options, [](const RepLKNet& m) -> const auto& { return m.replk_blocks(); });
 }
 
 }  // namespace cnn

@@ -151,21 +151,7 @@ Tensor SLaK::forward(const ForwardContext& ctx, const Tensor& x) {
 }
 
 std::shared_ptr<SLaK> reparameterize(const SLaK& model, const BuildOptions& options) {
-  CNN_CHECK(!model.config().small_kernel_merged, "reparameterize: SLaK '", model.common().name,
-            "' is already re-parameterised");
-  SLaKConfig merged_config = model.config();
-  merged_config.small_kernel_merged = true;
-  auto merged = std::make_shared<SLaK>(merged_config, options);
-  merged->eval();
-  copy_tensors_except(model, *merged, ".lkb_reparam.");
-  NoGradGuard no_grad;
-  for (size_t i = 0; i < model.blocks().size(); ++i) {
-    auto [w, b] = model.blocks()[i]->large_kernel().equivalent_kernel_bias();
-    DepthwiseConv2d& dst = merged->blocks()[i]->large_kernel().reparam();
-    dst.weight.copy_(w);
-    dst.bias.copy_(b);
-  }
-  return merged;
+  return merge_large_kernels(model, options, [](const SLaK& m) -> const auto& { return m.blocks(); });
 }
 
 }  // namespace cnn

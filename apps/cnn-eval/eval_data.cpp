@@ -56,24 +56,6 @@ std::shared_ptr<const data::Dataset> open_dataset(DataOptions& o) {
   return std::make_shared<data::ImageFolderDataset>(o.data_dir, o.split);
 }
 
-// The first n samples of a data set.
-class FirstSamples : public data::Dataset {
- public:
-  FirstSamples(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
-  int64_t size() const override { return n_; }
-  int64_t label(int64_t i) const override { return base_->label(i); }
-  int num_classes() const override { return base_->num_classes(); }
-  int channels() const override { return base_->channels(); }
-  std::vector<float> mean() const override { return base_->mean(); }
-  std::vector<float> std() const override { return base_->std(); }
-  std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
-  data::RawSample read(int64_t i) const override { return base_->read(i); }
-
- private:
-  std::shared_ptr<const data::Dataset> base_;
-  int64_t n_;
-};
-
 }  // namespace
 
 EvalData::EvalData(DataOptions& options, const ModelCommon& model, const Device& device, DType dtype)
@@ -110,7 +92,7 @@ EvalData::EvalData(DataOptions& options, const ModelCommon& model, const Device&
                         model.name, " has ", model.num_classes, " outputs"));
   if (o.samples > ds->size())
     throw Error(str_cat("--samples: expected at most the ", ds->size(), " samples of the split, got ", o.samples));
-  if (o.samples > 0) ds = std::make_shared<FirstSamples>(ds, o.samples);
+  if (o.samples > 0) ds = std::make_shared<data::SubsetDataset>(ds, o.samples);
   size_ = ds->size();
   data::LoaderConfig l;
   l.batch_size = o.batch_size;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "apps/cli_main.h"
 #include "apps/cnn-eval/eval_data.h"
 #include "core/autograd.h"
 #include "core/device.h"
@@ -120,18 +121,5 @@ int main(int argc, char** argv) {
   app.add_flag("--amp", o.amp, "FP16 compute (CUDA)");
   app.add_option("--save-logits", o.save_logits, "write every image's logits as tensor 'logits' (N, classes)")
       ->type_name("FILE");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "cnn-eval: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-eval: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::apps::run_cli(app, argc, argv, "cnn-eval", [&] { return run(o); });
 }

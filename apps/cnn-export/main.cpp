@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apps/cli_main.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/pretrained.h"
@@ -56,18 +57,5 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   app.add_option("--out", o.out, "output safetensors file")->required()->type_name("FILE");
   app.add_flag("--reparam", o.reparam, "RepLKNet / SLaK: merge each block's kernels and BNs into one (deploy form)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "cnn-export: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-export: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::apps::run_cli(app, argc, argv, "cnn-export", [&] { return run(o); });
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cli_main.h"
 #include "core/autograd.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -116,18 +117,5 @@ int main(int argc, char** argv) {
   app.add_option("--class-names", o.class_names, "one class name per line, in class order")->type_name("FILE");
   app.add_option("--device", o.device, "cpu | cuda | cuda:N [cpu]");
   app.add_flag("--amp", o.amp, "FP16 compute (CUDA)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "cnn-predict: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-predict: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::apps::run_cli(app, argc, argv, "cnn-predict", [&] { return run(o); });
 }

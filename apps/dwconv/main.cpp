@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cli_main.h"
 #include "apps/dwconv/tool.h"
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -104,18 +105,5 @@ int main(int argc, char** argv) {
   app.add_option("--bfc-accum", c.bfc_accum, "bfc with --dtype f16: fp32 | ha [fp32]")
       ->check(CLI::IsMember({"fp32", "ha"}));
   app.add_option("--device", c.device, "cpu | cuda [cpu]")->check(CLI::IsMember({"cpu", "cuda"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "dwconv: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(c);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "dwconv: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::apps::run_cli(app, argc, argv, "dwconv", [&] { return run(c); });
 }

@@ -30,14 +30,22 @@ save_file({"x": torch.randn(2, 45, 38, 72, generator=g), "w": torch.randn(7, 7, 
            "dy": torch.randn(2, 23, 19, 72, generator=g)}, sys.argv[1] + "/dwconv_s2_in.safetensors")
 PY
 dw_status=0
+extra() { case $1 in bdc) echo "--input-size 45,38" ;; bfc) echo "--filter-size $2,$2" ;; esac; }
 for op in fwd bdc bfc; do
   for dev in cpu cuda; do
+    # shellcheck disable=SC2046
     "$bin/dwconv" $op --in "$logs/dwconv_in.safetensors" --out "$logs/dw_${op}_$dev.safetensors" --padding 15,15,15,15 \
-      --input-size 45,38 --filter-size 31,31 --device $dev >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
+      $(extra $op 31) --device $dev >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
+    # shellcheck disable=SC2046
     "$bin/dwconv" $op --in "$logs/dwconv_s2_in.safetensors" --out "$logs/dw2_${op}_$dev.safetensors" --stride 2,2 \
-      --padding 3,3,3,3 --input-size 45,38 --filter-size 7,7 --device $dev >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
+      --padding 3,3,3,3 $(extra $op 7) --device $dev >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
   done
 done
+# FP16 kernels (reported, not gated: FP16 inputs carry 2^-11 relative rounding).
+"$bin/dwconv" fwd --in "$logs/dwconv_in.safetensors" --out "$logs/dw_fwd_f16.safetensors" --padding 15,15,15,15 \
+  --dtype f16 --device cuda >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
+"$bin/dwconv" bfc --in "$logs/dwconv_in.safetensors" --out "$logs/dw_bfc_f16ha.safetensors" --padding 15,15,15,15 \
+  --filter-size 31,31 --dtype f16 --bfc-accum ha --device cuda >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
 python3 - "$logs" <<'PY' >> "$logs/dwconv_tool.log" 2>&1 || dw_status=1
 import sys, torch
 from safetensors.torch import load_file
@@ -49,6 +57,10 @@ for pre in ("dw", "dw2"):
         rel = ((a - b).abs().max() / a.abs().max()).item()
         worst = max(worst, rel)
         print(f"dwconv tool {pre} {op}: cuda vs cpu max rel diff {rel:.2e}")
+for name, key, ref in (("dw_fwd_f16", "y", "dw_fwd_cpu"), ("dw_bfc_f16ha", "dw", "dw_bfc_cpu")):
+    a = load_file(f"{sys.argv[1]}/{ref}.safetensors")[key]
+    b = load_file(f"{sys.argv[1]}/{name}.safetensors")[key]
+    print(f"dwconv tool {name} (not gated): vs cpu f32 max rel diff {((a - b).abs().max() / a.abs().max()).item():.2e}")
 # FP32 sums of up to 961 (fwd/bdc) or 3420 (bfc) products in different orders: 1e-5 of the largest value.
 sys.exit(0 if worst < 1e-5 else 1)
 PY

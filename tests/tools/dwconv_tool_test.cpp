@@ -56,6 +56,14 @@ void expect_matches(const std::string& file, const std::string& name, const std:
   EXPECT_LE(worst, 1e-5 * scale) << name << "[" << at << "]: expected " << want[at] << ", got " << got[at];
 }
 
+// Runs `dwconv <args> --out <file>` and compares its one output tensor with `want`.
+void run_and_compare(const std::string& args, const std::string& file, const std::string& name,
+                     const std::vector<double>& want) {
+  const RunResult r = run_tool("dwconv", args + " --out " + file);
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_matches(file, name, want);
+}
+
 TEST(DwconvTool, StridedOpsMatchReference) {
   const std::string dir = tool_scratch_dir();
   const Problem pr = strided_problem();
@@ -68,15 +76,9 @@ TEST(DwconvTool, StridedOpsMatchReference) {
   dwconv::dwconv_backward_data_reference(as_f64(pr.dy).data(), as_f64(pr.w).data(), dx.data(), p);
   dwconv::dwconv_backward_filter_reference(as_f64(pr.x).data(), as_f64(pr.dy).data(), dw.data(), p);
 
-  RunResult r = run_tool("dwconv", "fwd" + geo + "--out " + dir + "/y.safetensors");
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches(dir + "/y.safetensors", "y", y);
-  r = run_tool("dwconv", "bdc" + geo + "--input-size 17,34 --out " + dir + "/dx.safetensors");
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches(dir + "/dx.safetensors", "dx", dx);
-  r = run_tool("dwconv", "bfc" + geo + "--filter-size 7,5 --out " + dir + "/dw.safetensors");
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches(dir + "/dw.safetensors", "dw", dw);
+  run_and_compare("fwd" + geo, dir + "/y.safetensors", "y", y);
+  run_and_compare("bdc" + geo + "--input-size 17,34", dir + "/dx.safetensors", "dx", dx);
+  run_and_compare("bfc" + geo + "--filter-size 7,5", dir + "/dw.safetensors", "dw", dw);
 }
 
 TEST(DwconvTool, StrideOneDerivesTheMissingExtent) {
@@ -90,12 +92,8 @@ TEST(DwconvTool, StrideOneDerivesTheMissingExtent) {
   dwconv::dwconv_backward_data_reference(as_f64(dy).data(), as_f64(w).data(), dx.data(), p);
   dwconv::dwconv_backward_filter_reference(as_f64(x).data(), as_f64(dy).data(), dw.data(), p);
   const std::string geo = " --in " + dir + "/in.safetensors --padding 1,3,0,2 --device cpu --dtype f32 ";
-  RunResult r = run_tool("dwconv", "bdc" + geo + "--out " + dir + "/dx.safetensors");
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches(dir + "/dx.safetensors", "dx", dx);
-  r = run_tool("dwconv", "bfc" + geo + "--out " + dir + "/dw.safetensors");
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches(dir + "/dw.safetensors", "dw", dw);
+  run_and_compare("bdc" + geo, dir + "/dx.safetensors", "dx", dx);
+  run_and_compare("bfc" + geo, dir + "/dw.safetensors", "dw", dw);
 }
 
 TEST(DwconvTool, BadTensorsAreOneLineErrors) {
