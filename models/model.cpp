@@ -1,6 +1,9 @@
 // Model base checks and the shared building blocks.
 #include "models/model.h"
 
+#include <map>
+
+#include "core/autograd.h"
 #include "core/error.h"
 #include "layers/functional.h"
 
@@ -62,6 +65,21 @@ std::shared_ptr<DepthwiseConv2d> make_depthwise(int64_t channels, int kh, int kw
   o.bias = bias;
   o.bfc_accum = options.bfc_accum;
   return std::make_shared<DepthwiseConv2d>(o);
+}
+
+void copy_tensors_except(const Module& src, Module& dst, const std::string& skip) {
+  NoGradGuard no_grad;
+  std::map<std::string, Tensor> source;
+  for (const auto& p : src.named_parameters()) source[p.name] = p.tensor;
+  for (const auto& [name, t] : src.named_buffers()) source[name] = t;
+  auto copy_from = [&](const std::string& name, Tensor& t) {
+    if (name.find(skip) != std::string::npos) return;
+    auto it = source.find(name);
+    CNN_CHECK(it != source.end(), "copy_tensors_except: source model has no tensor '", name, "'");
+    t.copy_(it->second);
+  };
+  for (auto& p : dst.named_parameters()) copy_from(p.name, p.tensor);
+  for (auto& [name, t] : dst.named_buffers()) copy_from(name, t);
 }
 
 std::vector<double> drop_path_rates(double rate, int64_t total) {

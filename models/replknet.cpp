@@ -3,8 +3,6 @@
 // and structural re-parameterisation.
 #include "models/replknet.h"
 
-#include <map>
-
 #include "core/autograd.h"
 #include "layers/functional.h"
 #include "layers/reparam.h"
@@ -186,32 +184,7 @@ Tensor RepLKNet::forward(const ForwardContext& ctx, const Tensor& x) {
 }
 
 std::shared_ptr<RepLKNet> reparameterize(const RepLKNet& model, const BuildOptions& options) {
-  CNN_CHECK(!model.config().small_kernel_merged, "reparameterize: RepLKNet '", model.common().name,
-            "' is already re-parameterised");
-  RepLKNetConfig merged_config = model.config();
-  merged_config.small_kernel_merged = true;
-  auto merged = std::make_shared<RepLKNet>(merged_config, options);
-  merged->eval();
-  NoGradGuard no_grad;
-  std::map<std::string, Tensor> source;
-  for (const auto& p : model.named_parameters()) source[p.name] = p.tensor;
-  for (const auto& [name, t] : model.named_buffers()) source[name] = t;
-  auto copy_from = [&](const std::string& name, Tensor& dst) {
-    auto it = source.find(name);
-    CNN_CHECK(it != source.end(), "reparameterize: source model has no tensor '", name, "'");
-    dst.copy_(it->second);
-  };
-  for (auto& p : merged->named_parameters()) {
-    if (p.name.find(".lkb_reparam.") == std::string::npos) copy_from(p.name, p.tensor);
-  }
-  for (auto& [name, t] : merged->named_buffers()) copy_from(name, t);
-  for (size_t i = 0; i < model.replk_blocks().size(); ++i) {
-    auto [w, b] = model.replk_blocks()[i]->large_kernel().equivalent_kernel_bias();
-    DepthwiseConv2d& dst = merged->replk_blocks()[i]->large_kernel().reparam();
-    dst.weight.copy_(w);
-    dst.bias.copy_(b);
-  }
-  return merged;
+  return merge_large_kernels(model, options, [](const RepLKNet& m) -> const auto& { return m.replk_blocks(); });
 }
 
 }  // namespace cnn

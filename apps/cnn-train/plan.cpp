@@ -14,29 +14,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The first `n` samples of another data set (--train-samples / --val-samples).
-class SubsetDataset : public data::Dataset {
- public:
-  SubsetDataset(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
-  int64_t size() const override { return n_; }
-  int64_t label(int64_t i) const override { return base_->label(i); }
-  int num_classes() const override { return base_->num_classes(); }
-  int channels() const override { return base_->channels(); }
-  std::vector<float> mean() const override { return base_->mean(); }
-  std::vector<float> std() const override { return base_->std(); }
-  std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
-  data::RawSample read(int64_t i) const override { return base_->read(i); }
-
- private:
-  std::shared_ptr<const data::Dataset> base_;
-  int64_t n_;
-};
-
 std::shared_ptr<const data::Dataset> limit(std::shared_ptr<const data::Dataset> ds, int64_t n, const char* flag) {
   if (n == 0) return ds;
   if (n > ds->size())
     throw Error(str_cat(flag, ": expected at most the ", ds->size(), " samples the split has, got ", n));
-  return std::make_shared<SubsetDataset>(std::move(ds), n);
+  return std::make_shared<data::SubsetDataset>(std::move(ds), n);
 }
 
 Device resolve_device(const std::string& text) {

@@ -81,6 +81,8 @@ const std::vector<Field>& fields() {
       field("output", "parent folder of the timestamped run folders", &C::output, ys::any_string()),
       field("stop_after", "stop after this many optimizer steps, leaving a resumable checkpoint (0: off)",
             &C::stop_after, ys::int_at_least(0), false),
+      field("initial_checkpoint", "start a new run from a safetensors state dict (timm / reference names); "
+            "a classifier of another class count is re-initialised", &C::initial_checkpoint, ys::any_string(), false),
       field("synthetic", "benchmark mode: synthetic data, time --steps training steps, write nothing", &C::synthetic,
             ys::any_bool(), false),
       field("steps", "benchmark mode: timed steps", &C::steps, ys::int_in(1, 1000000), false),

@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string output = "runs";      // parent folder of the timestamped run folders
   // Not persisted: they control this invocation only.
   int64_t stop_after = 0;    // stop (with a resumable checkpoint) after this global step (0: off)
+  std::string initial_checkpoint;  // start a new run from these weights (docs/train.md, fine-tuning)
   bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
   int64_t steps = 20;        // benchmark: timed steps
   int64_t bench_warmup = 3;  // benchmark: untimed steps first

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "apps/cnn-train/initial_checkpoint.h"
 #include "core/allocator.h"
 #include "core/autograd.h"
 #include "core/context.h"
@@ -57,6 +58,7 @@ Trainer::~Trainer() = default;
 void Trainer::build_model() {
   master_ = cnn::build_model(plan_.model_config, plan_.build_options);
   master_->init_weights(uint64_t(cfg_.seed));
+  if (!cfg_.initial_checkpoint.empty()) load_initial_checkpoint(*master_, cfg_.initial_checkpoint);
   master_->to(plan_.device);
   if (!cfg_.amp) {
     compute_ = master_;
@@ -314,6 +316,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   run_dir_ = run_dir;
   checkpoints_ = std::make_unique<CheckpointDir>(run_dir_);
   progress_ = std::make_unique<Progress>(::isatty(STDOUT_FILENO) != 0);
+  if (!resume_checkpoint.empty() && !cfg_.initial_checkpoint.empty())
+    throw Error("--initial-checkpoint: not with --resume (the run's checkpoint holds its weights)");
   if (!resume_checkpoint.empty()) load_checkpoint(resume_checkpoint);
   if (pos_.epoch >= cfg_.epochs)
     throw Error(str_cat("--resume: the run already completed ", pos_.epoch, " epoch(s); pass --epochs N > ", pos_.epoch,
@@ -328,7 +332,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
                   {"parameters", master_->parameter_count()},
                   {"steps_per_epoch", plan_.steps_per_epoch},
                   {"total_steps", plan_.total_steps},
-                  {"resumed_from", resume_checkpoint}});
+                  {"resumed_from", resume_checkpoint},
+                  {"initial_checkpoint", cfg_.initial_checkpoint}});
   std::printf(
       "cnn-train: %s (%lld parameters) on %s, %s: %lld train / %lld val images, batch %lld x %lld, "
       "%lld steps/epoch, %lld epochs%s\nrun folder: %s\n",
