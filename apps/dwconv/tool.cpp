@@ -1,10 +1,10 @@
-// Tensor checks and dispatch of the dwconv tool (tensor-level kernels of layers/nn_backend.h).
+// Tensor checks and dispatch of the dwconv tool (tensor-level kernels of layers/backend/backend.h).
 #include "apps/dwconv/tool.h"
 
 #include <vector>
 
 #include "core/error.h"
-#include "layers/nn_backend.h"
+#include "layers/backend/backend.h"
 
 namespace cnn::dwconv_tool {
 
@@ -112,15 +112,16 @@ Tensor run_op(const Options& o, const std::map<std::string, Tensor>& tensors) {
   const dwconv::DwconvParams p = resolve_params(o, tensors);
   auto on_device = [&](const char* name) { return tensors.at(name).to(o.dtype).to(o.device); };
   Tensor out;
+  backend::Backend& be = backend::backend_for(o.device);
   switch (o.op) {
     case Op::fwd:
-      out = backend::dwconv_forward(on_device("x"), on_device("w"), Tensor(), p);
+      out = be.dwconv_forward(on_device("x"), on_device("w"), Tensor(), p);
       break;
     case Op::bdc:
-      out = backend::dwconv_backward_data(on_device("dy"), on_device("w"), p);
+      out = be.dwconv_backward_data(on_device("dy"), on_device("w"), p);
       break;
     case Op::bfc:
-      out = backend::dwconv_backward_filter(on_device("x"), on_device("dy"), p, o.bfc_accum);
+      out = be.dwconv_backward_filter(on_device("x"), on_device("dy"), p, o.bfc_accum);
       break;
   }
   return out.to(Device::cpu()).to(DType::f32);
