@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/autograd.h"
 #include "core/tensor.h"
@@ -26,8 +27,12 @@ struct DwGeometry {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
 };
+// filter_grad, when set, computes dW (FH, FW, C) from (x, dY) in place of the backend (analysis tools: FP16
+// emulation on the CPU, gradient probes); it must return dW in w's dtype and device.
+using DwFilterGrad = std::function<Tensor(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
+                                          dwconv::BfcAccum accum)>;
 Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
-                        dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32);
+                        dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32, const DwFilterGrad& filter_grad = {});
 
 // PyTorch Linear over the last axis of x (..., K), at least 2 axes: w (N, K), bias (N) or undefined -> (..., N).
 // A 1x1 convolution on NHWC activations is this op (a GEMM over (N*H*W) x C). Same as ops::linear, with the

@@ -12,8 +12,10 @@ namespace cnn::test {
 
 namespace fs = std::filesystem;
 
-RunResult run_train(const std::string& args) {
-  const std::string cmd = std::string(CNN_TRAIN_BIN) + " " + args + " 2>&1";
+RunResult run_train(const std::string& args) { return run_binary(CNN_TRAIN_BIN, args); }
+
+RunResult run_binary(const std::string& binary, const std::string& args) {
+  const std::string cmd = binary + " " + args + " 2>&1";
   RunResult r;
   std::FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) {
