@@ -27,7 +27,7 @@ steps_per_epoch=$((train_images / batch))
 bench_ms() {  # model, extra flags...
   local model=$1
   shift
-  "$bundle/bin/cnn-train" --model "$model" --synthetic --steps 15 --bench-warmup 5 --batch-size $batch --device cuda \
+  timeout 60 "$bundle/bin/cnn-train" --model "$model" --synthetic --steps 15 --bench-warmup 5 --batch-size $batch --device cuda \
     "$@" 2>&1 | tee -a "$work/logs/bench.log" | sed -n 's/.*: \([0-9.]*\) ms\/step.*/\1/p'
 }
 
