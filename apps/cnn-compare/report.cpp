@@ -208,7 +208,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const ComparisonS
     for (size_t k = 0; k < kProbeKeys.size(); ++k)
       probes += (k ? " / " : "") + num(s.probe_median[k], "%.2e") + "; " + num(s.probe_max[k], "%.2e");
     md << "| " << spec.arms[i].name << " | " << s.steps << (s.finished ? "" : " (running)") << " | "
-       << num(s.final_loss) << " | " << pct(s.final_top1) << " | " << num(s.final_eval_loss) << " | "
+       << num(s.final_loss, "%.6f") << " | " << pct(s.final_top1) << " | " << num(s.final_eval_loss, "%.6f") << " | "
        << pct(s.best_top1) << " (" << s.best_step << ") | " << num(s.ms_per_step, "%.1f") << " | " << s.skipped_steps
        << " | " << probes << " |\n";
   }
@@ -220,7 +220,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const ComparisonS
     const int ref = reference_arm(i, spec.arms);
     if (ref < 0) continue;
     const auto [gap, at] = largest_loss_gap(runs[i], runs[size_t(ref)]);
-    md << "- " << spec.arms[i].name << " vs " << spec.arms[size_t(ref)].name << ": " << num(gap) << " at step " << at
+    md << "- " << spec.arms[i].name << " vs " << spec.arms[size_t(ref)].name << ": " << num(gap, "%.3g") << " at step " << at
        << " (training loss, moving average over " << train::smoothing_window(runs[i].steps.size()) << " steps)\n";
     verdicts.push_back(verdict(spec.arms[i].name, sums[i], spec.arms[size_t(ref)].name, sums[size_t(ref)], max_drop));
   }

@@ -31,20 +31,25 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
-// A data block of (x, y...) rows; rows whose first y is NaN are left out, so no curve breaks at a gap.
-std::string data_block(const std::string& name, const std::vector<int64_t>& x,
-                       const std::vector<const std::vector<double>*>& ys) {
+// A data block of (x, y...) rows; rows whose first y is NaN (or not positive, for log-scale panels) are left out, so
+// no curve breaks at a gap. Adds the block to `blocks` and returns whether it has a row.
+bool data_block(std::string& blocks, const std::string& name, const std::vector<int64_t>& x,
+                const std::vector<const std::vector<double>*>& ys, bool positive_only = false) {
   std::ostringstream o;
   o.precision(9);
   o << "$" << name << " << EOD\n";
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan((*ys[0])[i])) continue;
+  bool rows = false;
+  for (size_t i = 0; i < x.size() && i < ys[0]->size(); ++i) {
+    const double y0 = (*ys[0])[i];
+    if (std::isnan(y0) || (positive_only && !(y0 > 0))) continue;
+    rows = true;
     o << x[i];
     for (const auto* y : ys) o << ' ' << (std::isnan((*y)[i]) ? std::string("NaN") : std::to_string((*y)[i]));
     o << '\n';
   }
   o << "EOD\n";
-  return o.str();
+  blocks += o.str();
+  return rows;
 }
 
 bool any_finite(const std::vector<double>& v) {
@@ -56,48 +61,8 @@ bool any_finite(const std::vector<double>& v) {
 struct Plots {
   std::string blocks;
   std::vector<std::string> loss, acc, lr, scale, probe;  // plot clauses per panel
+  bool probed = false;                                    // some run has gradient-probe records
 };
-
-void add_run(Plots& p, const RunCurves& r, size_t index) {
-  const std::string id = "r" + std::to_string(index), lc = " lc " + std::to_string(index + 1);
-  const std::string label = gp_quote(r.label);
-  const int64_t window = smoothing_window(r.steps.size());
-  const std::vector<double> loss_avg = moving_average(r.field("loss"), window);
-  p.blocks += data_block(id + "_loss", r.steps, {&r.field("loss"), &loss_avg});
-  p.loss.push_back("$" + id + "_loss using 1:2 with lines lw 0.5" + lc + " dt 3 notitle");
-  p.loss.push_back("$" + id + "_loss using 1:3 with lines lw 2" + lc + " title " + label);
-  std::vector<double> eval_top1_pct;
-  for (double v : r.eval_top1) eval_top1_pct.push_back(100 * v);
-  if (!r.eval_steps.empty()) {
-    p.blocks += data_block(id + "_eval", r.eval_steps, {&r.eval_loss, &eval_top1_pct});
-    p.loss.push_back("$" + id + "_eval using 1:2 with linespoints pt 7 ps 0.8" + lc + " title " +
-                     gp_quote(r.label + " (eval)"));
-    p.acc.push_back("$" + id + "_eval using 1:3 with linespoints pt 7 ps 0.8 lw 2" + lc + " title " +
-                    gp_quote(r.label + " (eval)"));
-  }
-  if (r.has("top1")) {
-    std::vector<double> train_pct = moving_average(r.field("top1"), window);
-    for (double& v : train_pct) v *= 100;
-    p.blocks += data_block(id + "_top1", r.steps, {&train_pct});
-    p.acc.push_back("$" + id + "_top1 using 1:2 with lines lw 1" + lc + " dt 2 title " +
-                    gp_quote(r.label + " (train, avg)"));
-  }
-  p.blocks += data_block(id + "_lr", r.steps, {&r.field("lr")});
-  p.lr.push_back("$" + id + "_lr using 1:2 with lines lw 2" + lc + " title " + label);
-  if (r.has("loss_scale")) {
-    p.blocks += data_block(id + "_scale", r.steps, {&r.field("loss_scale")});
-    p.scale.push_back("$" + id + "_scale using 1:2 axes x1y2 with steps lw 1" + lc + " dt 4 title " +
-                      gp_quote(r.label + " loss scale"));
-  }
-  static const char* kProbe[] = {"grad_diff_first", "grad_diff_mid", "grad_diff_last"};
-  static const char* kProbeName[] = {"first", "mid", "last"};
-  for (int k = 0; k < 3; ++k) {
-    if (!r.has(kProbe[k])) continue;
-    p.blocks += data_block(id + "_" + kProbeName[k], r.steps, {&r.field(kProbe[k])});
-    p.probe.push_back("$" + id + "_" + kProbeName[k] + " using 1:($2 > 0 ? $2 : NaN) with lines lw 1" + lc +
-                      " dt " + std::to_string(k + 1) + " title " + gp_quote(r.label + " " + kProbeName[k] + " DW"));
-  }
-}
 
 std::string join_plot(const std::vector<std::string>& clauses) {
   std::string s = "plot ";
@@ -105,29 +70,77 @@ std::string join_plot(const std::vector<std::string>& clauses) {
   return s + "\n";
 }
 
+void add_run(Plots& p, const RunCurves& r, size_t index) {
+  const std::string id = "r" + std::to_string(index), lc = " lc " + std::to_string(index + 1);
+  const std::string label = gp_quote(r.label);
+  const int64_t window = smoothing_window(r.steps.size());
+  const std::vector<double> loss_avg = moving_average(r.field("loss"), window);
+  if (data_block(p.blocks, id + "_loss", r.steps, {&r.field("loss"), &loss_avg})) {
+    p.loss.push_back("$" + id + "_loss using 1:2 with lines lw 0.5" + lc + " dt 3 notitle");
+    p.loss.push_back("$" + id + "_loss using 1:3 with lines lw 2" + lc + " title " + label);
+  }
+  std::vector<double> eval_top1_pct;
+  for (double v : r.eval_top1) eval_top1_pct.push_back(100 * v);
+  if (data_block(p.blocks, id + "_eval", r.eval_steps, {&r.eval_loss, &eval_top1_pct})) {
+    p.loss.push_back("$" + id + "_eval using 1:2 with linespoints pt 7 ps 0.8" + lc + " title " +
+                     gp_quote(r.label + " (eval)"));
+    p.acc.push_back("$" + id + "_eval using 1:3 with linespoints pt 7 ps 0.8 lw 2" + lc + " title " +
+                    gp_quote(r.label + " (eval)"));
+  }
+  std::vector<double> train_pct = moving_average(r.field("top1"), window);
+  for (double& v : train_pct) v *= 100;
+  if (data_block(p.blocks, id + "_top1", r.steps, {&train_pct}))
+    p.acc.push_back("$" + id + "_top1 using 1:2 with lines lw 1" + lc + " dt 2 title " +
+                    gp_quote(r.label + " (train, avg)"));
+  if (data_block(p.blocks, id + "_lr", r.steps, {&r.field("lr")}))
+    p.lr.push_back("$" + id + "_lr using 1:2 with lines lw 2" + lc + " title " + label);
+  if (data_block(p.blocks, id + "_scale", r.steps, {&r.field("loss_scale")}, true))
+    p.scale.push_back("$" + id + "_scale using 1:2 axes x1y2 with steps lw 1" + lc + " dt 4 title " +
+                      gp_quote(r.label + " loss scale"));
+  static const char* kProbe[] = {"grad_diff_first", "grad_diff_mid", "grad_diff_last"};
+  static const char* kProbeName[] = {"first", "mid", "last"};
+  for (int k = 0; k < 3; ++k) {
+    if (!r.has(kProbe[k])) continue;
+    p.probed = true;
+    // Zero differences (FP32 accumulation) have no place on the log scale: they are left out of the panel.
+    if (data_block(p.blocks, id + "_" + kProbeName[k], r.steps, {&r.field(kProbe[k])}, true))
+      p.probe.push_back("$" + id + "_" + kProbeName[k] + " using 1:2 with lines lw 1" + lc + " dt " +
+                        std::to_string(k + 1) + " title " + gp_quote(r.label + " " + kProbeName[k] + " DW"));
+  }
+}
+
+// A panel's plot command, or an empty panel saying why when it has no curve.
+std::string panel(const std::vector<std::string>& clauses, const std::string& empty_note) {
+  if (clauses.empty())
+    return "set label 1 " + gp_quote(empty_note) +
+           " at graph 0.5, 0.5 center\nplot 0 with lines lc rgb 'white' notitle\nunset label 1\n";
+  return join_plot(clauses);
+}
+
+
 std::string gnuplot_script(const std::vector<RunCurves>& runs, const std::string& out, const std::string& title) {
   Plots p;
   for (size_t i = 0; i < runs.size(); ++i) add_run(p, runs[i], i);
-  const bool probes = !p.probe.empty();
+  const bool probes = p.probed;
   std::ostringstream s;
   s << p.blocks;
   s << "set terminal pngcairo size 1600," << (probes ? 1100 : 560) << " font ',10' noenhanced\n";
   s << "set output " << gp_quote(out) << "\n";
-  s << "set datafile missing 'NaN'\nset grid\nset key top right font ',9'\nset xlabel 'optimizer step'\n";
+  s << "set grid\nset key top right font ',9'\nset xlabel 'optimizer step'\n";
   s << "set multiplot layout " << (probes ? "2,2" : "1,3") << " title " << gp_quote(title) << "\n";
   s << "set title 'loss (per step: dotted; moving average: solid; eval: points)'\nset ylabel 'loss'\n";
-  s << join_plot(p.loss);
-  s << "set title 'top-1 accuracy'\nset ylabel '%'\n";
-  if (p.acc.empty()) s << "set key off\nplot NaN notitle\nset key on\n"; else s << join_plot(p.acc);
+  s << panel(p.loss, "no loss recorded");
+  s << "set title 'top-1 accuracy'\nset ylabel '%'\n" << panel(p.acc, "no accuracy recorded");
   s << "set title 'learning rate" << (p.scale.empty() ? "" : " and loss scale") << "'\nset ylabel 'lr'\n";
   if (!p.scale.empty()) s << "set y2tics\nset logscale y2 2\nset y2label 'loss scale'\n";
   std::vector<std::string> lr = p.lr;
   lr.insert(lr.end(), p.scale.begin(), p.scale.end());
-  s << join_plot(lr);
+  s << panel(lr, "no learning rate recorded");
   if (probes) {
     s << "unset y2tics\nunset y2label\nunset logscale y2\n";
     s << "set title 'depthwise dW: relative L2 difference to FP32 accumulation'\nset ylabel 'relative difference'\n";
-    s << "set logscale y\nset format y '10^{%L}'\n" << join_plot(p.probe);
+    if (!p.probe.empty()) s << "set logscale y\nset format y '%.0e'\n";
+    s << panel(p.probe, "every recorded difference is 0 (FP32 accumulation)");
   }
   s << "unset multiplot\n";
   return s.str();
@@ -227,19 +240,19 @@ void draw_curves(const std::vector<RunCurves>& runs, const std::string& png_path
   write_file_atomic(script, gnuplot_script(runs, tmp_png, title));
   const std::string cmd = str_cat("gnuplot '", script, "' 2> '", errors, "'");
   const int status = std::system(cmd.c_str());
-  std::string first_error;
+  std::string last_error;  // gnuplot ends with the line that stopped it (warnings come before)
   {
     std::ifstream err(errors);
     std::string l;
-    while (first_error.empty() && std::getline(err, l))
-      if (l.find_first_not_of(" \t^") != std::string::npos) first_error = l;
+    while (std::getline(err, l))
+      if (l.find_first_not_of(" \t^") != std::string::npos) last_error = l;
   }
   std::error_code ec;
   fs::remove(script, ec);
   fs::remove(errors, ec);
   if (status != 0 || !fs::exists(tmp_png)) {
     fs::remove(tmp_png, ec);
-    throw Error(str_cat("plot: gnuplot failed drawing ", png_path, ": ", first_error.empty() ? "no message" : first_error));
+    throw Error(str_cat("plot: gnuplot failed drawing ", png_path, ": ", last_error.empty() ? "no message" : last_error));
   }
   fs::rename(tmp_png, png_path, ec);
   if (ec) throw Error(str_cat("plot: cannot rename ", tmp_png, " to ", png_path, ": ", ec.message()));
