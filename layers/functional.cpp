@@ -317,7 +317,7 @@ Tensor conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, 
 }
 
 Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
-                        dwconv::BfcAccum bfc_accum) {
+                        dwconv::BfcAccum bfc_accum, const DwFilterGrad& filter_grad) {
   check_input("depthwise_conv2d", x, 4);
   check_same("depthwise_conv2d", x, w, "weight");
   CNN_CHECK(w.dim() == 3 && w.size(2) == x.size(3), "depthwise_conv2d: expected weight (FH, FW, ", x.size(3),
@@ -339,11 +339,14 @@ Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tens
     const Tensor keep_w = x.requires_grad() ? w : Tensor();
     const bool bias_grad = bias.defined() && bias.requires_grad();
     tape->record("depthwise_conv2d", {&x, &w, &bias}, {&y},
-                 [keep_x, keep_w, bias_grad, p, bfc_accum](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
+                 [keep_x, keep_w, bias_grad, p, bfc_accum,
+                  filter_grad](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
                    backend::Backend& be = backend_of(gr[0]);
                    Tensor dx, dw, db;
                    if (keep_w.defined()) dx = be.dwconv_backward_data(gr[0], keep_w, p);
-                   if (keep_x.defined()) dw = be.dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
+                   if (keep_x.defined())
+                     dw = filter_grad ? filter_grad(keep_x, gr[0], p, bfc_accum)
+                                      : be.dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
                    if (bias_grad) db = be.sum_rows(gr[0], 1.0);
                    return {dx, dw, db};
                  });

@@ -63,6 +63,10 @@ class Backend {
   // FP32 (f32) or FP64 (f64) whatever it says.
   virtual Tensor dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
                                         dwconv::BfcAccum accum) = 0;
+  // The same dW in FP32 whatever x's dtype: the FP16 kernels' FP32 result before dwconv_backward_filter rounds it
+  // (analysis tools compare accumulation modes on it).
+  virtual Tensor dwconv_backward_filter_f32(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
+                                            dwconv::BfcAccum accum) = 0;
 
   // ---- normalisation (kernels/norm); x is viewed as (rows, C) ------------------------------------------------
   virtual Tensor layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,

@@ -215,6 +215,11 @@ class CpuBackend final : public Backend {
     return dx;
   }
 
+  Tensor dwconv_backward_filter_f32(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
+                                    dwconv::BfcAccum accum) override {
+    return dwconv_backward_filter(x, dy, p, accum).to(DType::f32);
+  }
+
   Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
                                 dwconv::BfcAccum) override {
     const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();

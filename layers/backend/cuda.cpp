@@ -240,20 +240,26 @@ class CudaBackend final : public Backend {
 
   // f16: the FP16 kernels write dW in FP32 (the FP32 master weights' precision); the f16 dW tensor receives it
   // rounded.
-  Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
+  Tensor dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
                                 dwconv::BfcAccum accum) override {
+    Tensor dw = dwconv_backward_filter_f32(x, dy, p, accum);
+    if (x.dtype() == DType::f32) return dw;
+    Tensor rounded = empty_like(x, {p.fh, p.fw, p.c});
+    rounded.copy_(dw);
+    return rounded;
+  }
+
+  Tensor dwconv_backward_filter_f32(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
+                                    dwconv::BfcAccum accum) override {
     const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dw = empty_like(x, {p.fh, p.fw, p.c});
+    Tensor dw = Tensor::empty({p.fh, p.fw, p.c}, DType::f32, x.device());
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     check_cuda_dtype("depthwise_conv2d backward_filter", x.dtype());
-    if (x.dtype() != DType::f16) {
+    if (x.dtype() != DType::f16)
       dwconv::dwconv_backward_filter_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(dw), p, s);
-      return dw;
-    }
-    Tensor dwf = Tensor::empty(dw.shape(), DType::f32, dw.device());
-    dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dwf), p, accum, s);
-    dw.copy_(dwf);
+    else
+      dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dw), p, accum, s);
     return dw;
   }
 
