@@ -22,7 +22,7 @@ void collect_depthwise(Module& m, const std::string& path, std::vector<std::pair
 // The backend's weight gradient with an FP32 result (the FP16 kernels write FP32 before the f16 gradient tensor
 // rounds it).
 Tensor filter_grad_f32(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum accum) {
-  return backend::backend_for(x.device()).dwconv_backward_filter_f32(x, dy, p, accum);
+  return backend::dwconv_backward_filter_f32(x, dy, p, accum);
 }
 
 }  // namespace
