@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "apps/cnn-train/app_main.h"
 #include "apps/cnn-compare/comparison.h"
 #include "apps/cnn-compare/report.h"
 #include "apps/cnn-train/plan.h"
@@ -132,21 +133,5 @@ int main(int argc, char** argv) {
   app.add_option("--plot-only", cli.plot_only, "redraw combined.csv, curves.png and report.md of a folder")
       ->type_name("DIR");
   train::add_train_flags(app, cli.flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "cnn-compare: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(cli);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-compare: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::train::run_app(app, argc, argv, "cnn-compare", [&] { return run(cli); });
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cnn-train/app_main.h"
 #include "apps/cnn-train/run_curves.h"
 #include "core/error.h"
 
@@ -28,6 +29,24 @@ std::pair<std::string, std::string> metrics_of(const std::string& arg) {
   return {metrics.string(), name.filename().string()};
 }
 
+// Draws the curves of `runs` into `out` (default: curves.png in the first run folder).
+int draw(const std::vector<std::string>& runs, std::string out, const std::string& title) {
+  std::vector<cnn::train::RunCurves> curves;
+  std::string names;
+  for (const std::string& r : runs) {
+    const auto [metrics, label] = metrics_of(r);
+    curves.push_back(cnn::train::read_run_curves(metrics, label));
+    if (curves.back().steps.empty() && curves.back().eval_steps.empty())
+      throw cnn::Error(str_cat(metrics, ": no train or eval records to draw"));
+    names += (names.empty() ? "" : ", ") + label;
+  }
+  if (out.empty()) out = (fs::path(metrics_of(runs.front()).first).parent_path() / "curves.png").string();
+  if (fs::path(out).extension() != ".png") throw cnn::Error(str_cat("--out: expected a .png file, got '", out, "'"));
+  cnn::train::draw_curves(curves, out, title.empty() ? names : title);
+  std::printf("cnn-plot: %s\n", out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,33 +57,5 @@ int main(int argc, char** argv) {
   app.add_option("RUN_DIR", runs, "cnn-train run folders (or metrics.jsonl files)")->required()->type_name("DIR");
   app.add_option("-o,--out", out, "PNG to write [curves.png in the first run folder]")->type_name("FILE");
   app.add_option("--title", title, "plot title [the runs' names]")->type_name("TEXT");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "cnn-plot: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    std::vector<cnn::train::RunCurves> curves;
-    std::string names;
-    for (const std::string& r : runs) {
-      const auto [metrics, label] = metrics_of(r);
-      curves.push_back(cnn::train::read_run_curves(metrics, label));
-      if (curves.back().steps.empty() && curves.back().eval_steps.empty())
-        throw cnn::Error(str_cat(metrics, ": no train or eval records to draw"));
-      names += (names.empty() ? "" : ", ") + label;
-    }
-    if (out.empty()) out = (fs::path(metrics_of(runs.front()).first).parent_path() / "curves.png").string();
-    if (fs::path(out).extension() != ".png") throw cnn::Error(str_cat("--out: expected a .png file, got '", out, "'"));
-    cnn::train::draw_curves(curves, out, title.empty() ? names : title);
-    std::printf("cnn-plot: %s\n", out.c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnn-plot: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::train::run_app(app, argc, argv, "cnn-plot", [&] { return draw(runs, out, title); });
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apps/cnn-train/app_main.h"
 #include "apps/cnn-train/plan.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/train_config.h"
@@ -102,21 +103,5 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default(false);
   Cli cli;
   add_flags(app, cli);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "cnn-train: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(cli);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-train: error: %s\n", e.what());
-    return 1;
-  }
+  return cnn::train::run_app(app, argc, argv, "cnn-train", [&] { return run(cli); });
 }

@@ -1,6 +1,6 @@
 // cnn-compare and cnn-plot: the CPU emulation of hybrid accumulation against its reference (bit for bit), the arms,
 // the verdict rule, and whole CPU comparisons run as subprocesses (fp32 vs fp32 identical, report + plot, resume,
-// --plot-only, early errors).
+// --plot-only, early errors); on a GPU, the AMP arms on the FP16 kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "apps/cnn-compare/bfc_emulation.h"
 #include "apps/cnn-compare/report.h"
 #include "core/dtype.h"
+#include "tests/support/numeric.h"
 #include "tests/train/train_test_util.h"
 
 namespace cnn::test {
@@ -244,6 +245,40 @@ TEST(CompareCli, BadInputsFailBeforeTraining) {
   const RunResult p = run_binary(CNN_PLOT_BIN, tmp + "/full");
   EXPECT_EQ(p.status, 1) << p.output;
   EXPECT_NE(p.output.find("has no metrics.jsonl"), std::string::npos) << p.output;
+}
+
+}  // namespace
+}  // namespace cnn::test
+
+namespace cnn::test {
+namespace {
+
+// On a GPU the AMP arms are the real FP16 kernels: HA's probes differ from FP32 accumulation, amp-fp32's do not, and
+// both record the loss scale.
+TEST(CompareGpu, AmpArmsProbeTheFp16Kernels) {
+  CNN_REQUIRE_GPU();
+  const std::string tmp = scratch_dir(), dir = tmp + "/cmp";
+  const RunResult r = run_binary(CNN_COMPARE_BIN, "--model " + write_tiny_convnext(tmp) +
+                                                      " --device cuda --train-samples 512 --val-samples 256 "
+                                                      "--batch-size 64 --epochs 1 --workers 2 --out " + dir);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* arm : {"amp-fp32", "amp-ha"}) {
+    int probes = 0;
+    for (const auto& rec : read_metrics(dir + "/" + arm + "/metrics.jsonl")) {
+      if (rec.at("type") != "train") continue;
+      EXPECT_TRUE(rec.contains("loss_scale")) << arm;
+      if (!rec.contains("grad_diff_first")) continue;
+      ++probes;
+      const double d = rec["grad_diff_first"].get<double>();
+      if (std::string(arm) == "amp-ha") {
+        EXPECT_GT(d, 0.0) << arm;
+        EXPECT_LT(d, 5e-2) << arm;  // FP16 runs of 32 products: far below O(1)
+      } else {
+        EXPECT_EQ(d, 0.0) << arm;
+      }
+    }
+    EXPECT_EQ(probes, 8) << arm;  // 512 / 64 steps, every one probed
+  }
 }
 
 }  // namespace
