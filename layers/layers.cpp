@@ -1,4 +1,4 @@
-// The CNN layer Modules: parameter creation and registration, init schemes, forward through layers/nn_ops.h.
+// The CNN layer Modules: parameter creation and registration, init schemes, forward through layers/functional.h.
 #include "layers/layers.h"
 
 #include "layers/functional.h"

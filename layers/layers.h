@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "kernels/dwconv/dwconv.h"
+#include "layers/functional.h"
 #include "layers/module.h"
-#include "layers/nn_ops.h"
 
 namespace cnn {
 

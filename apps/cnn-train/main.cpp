@@ -97,7 +97,10 @@ int run(const Cli& cli) {
   }
   cnn::train::Trainer trainer(plan);
   if (plan.config.synthetic) {
-    trainer.benchmark();
+    if (plan.config.profile > 0)
+      trainer.profile();
+    else
+      trainer.benchmark();
     return 0;
   }
   if (run_dir.empty()) run_dir = cnn::train::make_run_dir(plan.config.output, plan.model_name);

@@ -14,8 +14,10 @@
 #include "apps/cnn-train/plan.h"
 #include "apps/cnn-train/progress.h"
 #include "apps/cnn-train/run_files.h"
+#include "apps/cnn-train/trace.h"
 #include "core/tensor.h"
 #include "data/loader.h"
+#include "layers/profiler.h"
 #include "models/model.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -45,8 +47,11 @@ class Trainer {
   // Training run in a new run folder, or continuing the run of `resume_checkpoint` (a checkpoint folder inside
   // `run_dir`). Returns after the last epoch or after --stop-after steps.
   void train(const std::string& run_dir, const std::string& resume_checkpoint);
-  // Benchmark mode: bench_warmup untimed steps, then `steps` timed ones; prints ms/step and img/s.
+  // Benchmark mode: bench_warmup untimed steps, then `steps` timed ones (each waited for); prints the mean and
+  // median ms/step, img/s and the peak device memory. With trace_dir, also writes the trace (trace.h).
   void benchmark();
+  // Profile mode: bench_warmup untimed steps, then `profile` steps timed by op kind and layer; prints the tables.
+  void profile();
 
  private:
   // Setup.
@@ -80,6 +85,8 @@ class Trainer {
   std::unique_ptr<optim::DynamicLossScaler> scaler_;
   optim::LrSchedule schedule_;
   std::unique_ptr<data::DataLoader> train_loader_, val_loader_;
+  std::unique_ptr<StepProfiler> profiler_;  // profile mode: observes every step's tape and marks the rest
+  std::unique_ptr<StepTrace> trace_;        // --trace-dir: records each step's batch and loss
 
   Position pos_;
   double lr_ = 0;

@@ -13,6 +13,7 @@
 #include "apps/dwconv-bench/report.h"
 #include "apps/dwconv-bench/sampled_check.h"
 #include "core/cuda_check.h"
+#include "kernels/dwconv/cuda/select.h"
 
 namespace cnn::bench {
 namespace {
@@ -141,6 +142,7 @@ int run_bench(int argc, char** argv) {
   BenchOptions opts;
   int exit_code = 0;
   if (!parse_bench_options(argc, argv, opts, exit_code)) return exit_code;
+  if (!opts.kernel.empty()) dwconv::set_overrides(dwconv::parse_overrides(opts.kernel, "--kernel"));
   require_device();
   print_header(opts);
   Stream stream;

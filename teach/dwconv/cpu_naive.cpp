@@ -1,5 +1,5 @@
 // CPU rung 1: the depthwise forward as plain loops (see ladder.h). The vectorized backend it is compared with is
-// dwconv_forward_cpu (kernels/dwconv/dwconv_cpu.cpp); both are checked against dwconv_forward_reference.
+// dwconv_forward_cpu (kernels/dwconv/cpu/dwconv_cpu.cpp); both are checked against dwconv_forward_reference.
 #include <cstdint>
 
 #include "teach/dwconv/ladder.h"

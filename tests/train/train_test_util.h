@@ -7,12 +7,9 @@
 #include <string>
 #include <vector>
 
-namespace cnn::test {
+#include "tests/support/subprocess.h"
 
-struct RunResult {
-  int status = -1;     // exit status (-1: killed by a signal)
-  std::string output;  // stdout and stderr together
-};
+namespace cnn::test {
 
 // Runs `cnn-train <args>` with stdout and stderr captured.
 RunResult run_train(const std::string& args);
