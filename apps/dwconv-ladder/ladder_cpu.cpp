@@ -2,6 +2,8 @@
 // per filter, timed (std::chrono, fastest run) and checked against the FP64 reference of the whole batch, with the
 // copy (parallel memcpy) and SGEMM (OpenBLAS) ceilings measured in the same run; then the backward examples of the
 // tutorial: backward-data as a flipped forward, backward-filter split and accumulated in FP32, FP16 and hybrid.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,10 +11,8 @@
 #include <functional>
 #include <iostream>
 #include <map>
-#include <random>
 
-#include <omp.h>
-
+#include "apps/dwconv-bench/device_buffer.h"
 #include "apps/dwconv-bench/roofline_baselines.h"
 #include "apps/dwconv-ladder/ladder_modes.h"
 #include "apps/dwconv-ladder/ladder_reference.h"
@@ -24,14 +24,6 @@ namespace cnn::ladder {
 namespace {
 
 using dwconv::DwconvParams;
-
-std::vector<float> uniform(int64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float& e : v) e = dist(rng);
-  return v;
-}
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -79,7 +71,7 @@ struct CpuCeilings {
     const int m = bench::RooflineBaselines::gemm_size_for(flops);
     auto it = sgemm_tflops.find(m);
     if (it != sgemm_tflops.end()) return it->second;
-    const std::vector<float> a = uniform(int64_t(m) * m, 11), b = uniform(int64_t(m) * m, 12);
+    const std::vector<float> a = bench::host_uniform(int64_t(m) * m, 11), b = bench::host_uniform(int64_t(m) * m, 12);
     std::vector<float> c(size_t(m) * m);
     kernels::GemmParams g;
     g.m = g.n = g.k = g.lda = g.ldb = g.ldc = m;
@@ -92,12 +84,14 @@ struct CpuCeilings {
 void cpu_forward_rows(const LadderOptions& opts, CpuCeilings& ceilings, std::vector<LadderRow>& rows) {
   for (int f : opts.filters) {
     const DwconvParams p = bench::same_padding_params(opts.map, f, 1);
-    const std::vector<float> x = uniform(p.x_elems(), 1), w = uniform(p.w_elems(), 3 + uint64_t(f));
+    const std::vector<float> x = bench::host_uniform(p.x_elems(), 1),
+                             w = bench::host_uniform(p.w_elems(), 3 + uint64_t(f));
     // The whole batch is checked: image by image against the FP64 reference of that image.
     std::vector<ImageZeroReference> refs;
     const int64_t image = p.x_elems() / p.n;
     for (int n = 0; n < p.n; ++n)
-      refs.push_back(image_zero_reference(std::vector<float>(x.begin() + n * image, x.begin() + (n + 1) * image), w, p));
+      refs.push_back(
+          image_zero_reference(std::vector<float>(x.begin() + n * image, x.begin() + (n + 1) * image), w, p));
     std::vector<double> ref, tol;
     for (const auto& r : refs) {
       ref.insert(ref.end(), r.y.begin(), r.y.end());
@@ -136,7 +130,7 @@ double max_rel_error(const std::vector<float>& got, const std::vector<double>& r
 void backward_examples() {
   DwconvParams p;  // backward-data: 2 x 17 x 17 x 8, 7x7 filter, asymmetric padding
   p.n = 2, p.ih = p.iw = 17, p.c = 8, p.fh = p.fw = 7, p.pad_top = 3, p.pad_bottom = 2, p.pad_left = 1, p.pad_right = 4;
-  const std::vector<float> dy = uniform(p.y_elems(), 21), w = uniform(p.w_elems(), 22);
+  const std::vector<float> dy = bench::host_uniform(p.y_elems(), 21), w = bench::host_uniform(p.w_elems(), 22);
   std::vector<float> dx(size_t(p.x_elems()));
   teach::backward_data_as_flipped_forward(dy.data(), w.data(), dx.data(), p);
   std::vector<double> ref(dx.size());
@@ -149,7 +143,7 @@ void backward_examples() {
 
   DwconvParams q;  // backward-filter: one channel, 16 images of 32 x 32, 3x3: 16384 products per tap
   q.n = 16, q.ih = q.iw = 32, q.c = 1, q.fh = q.fw = 3, q.pad_top = q.pad_bottom = q.pad_left = q.pad_right = 1;
-  std::vector<float> x = uniform(q.x_elems(), 31), g = uniform(q.y_elems(), 32);
+  std::vector<float> x = bench::host_uniform(q.x_elems(), 31), g = bench::host_uniform(q.y_elems(), 32);
   for (float& v : x) v = half_bits_to_float(float_to_half_bits(v));  // FP16 data, as in mixed-precision training
   for (float& v : g) v = half_bits_to_float(float_to_half_bits(v));
   std::vector<double> dw_ref(size_t(q.w_elems()));
