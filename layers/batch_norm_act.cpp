@@ -53,7 +53,7 @@ Tensor batch_norm_act(Tape* tape, const Tensor& x_in, kernels::NormAct act, cons
     stats = {Tensor::empty({c}, DType::f32, x.device()), Tensor::empty({c}, DType::f32, x.device())};
     backend::cuda::batch_norm_act_stats(x, act, running_mean, running_var, momentum, eps, stats);
   } else {
-    stats = backend::backend_for(running_mean.device()).batchnorm_running_stats(running_mean, running_var, eps);
+    stats = backend::batchnorm_running_stats(running_mean, running_var, eps);
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   backend::cuda::batch_norm_act_apply(x, act, gamma, beta, stats, residual, y);

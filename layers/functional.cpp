@@ -1,5 +1,5 @@
-// Differentiable ops: validate (one-line errors naming the op, expected vs got), run the forward on the inputs'
-// device backend and record a tape node whose closure keeps only what its backward reads.
+// Differentiable ops: validate (one-line errors naming the op, expected vs got), run the forward through
+// layers/backend/backend.h and record a tape node whose closure keeps only what its backward reads.
 #include "layers/functional.h"
 
 #include <limits>
@@ -11,8 +11,6 @@ namespace cnn::ops {
 using kernels::BinaryOp;
 
 namespace {
-
-backend::Backend& backend_of(const Tensor& t) { return backend::backend_for(t.device()); }
 
 void check_float_pair(const char* op, const Tensor& a, const Tensor& b) {
   CNN_CHECK(a.defined() && b.defined(), op, ": undefined input");
@@ -58,7 +56,7 @@ int as_int(const char* op, int64_t v, const char* what) {
 // Gradient of a broadcast operand: sum the full-shape gradient down to b's shape.
 Tensor reduce_to(const Tensor& g, const Shape& b_shape, int64_t b_numel) {
   const Tensor rows = g.contiguous().reshape({g.numel() / b_numel, b_numel});
-  return backend_of(g).sum_rows(rows, 1.0).reshape(b_shape);
+  return backend::sum_rows(rows, 1.0).reshape(b_shape);
 }
 
 }  // namespace
@@ -68,7 +66,7 @@ Tensor reduce_to(const Tensor& g, const Shape& b_shape, int64_t b_numel) {
 Tensor add(Tape* tape, const Tensor& a, const Tensor& b) {
   check_float_pair("add", a, b);
   const bool bcast = check_broadcast("add", a, b);
-  Tensor y = backend_of(a).binary(BinaryOp::add, a, b);
+  Tensor y = backend::binary(BinaryOp::add, a, b);
   if (Tape::should_record(tape, {&a, &b})) {
     const Shape b_shape = b.shape();
     const int64_t nb = b.numel();
@@ -82,7 +80,7 @@ Tensor add(Tape* tape, const Tensor& a, const Tensor& b) {
 Tensor mul(Tape* tape, const Tensor& a, const Tensor& b) {
   check_float_pair("mul", a, b);
   const bool bcast = check_broadcast("mul", a, b);
-  Tensor y = backend_of(a).binary(BinaryOp::mul, a, b);
+  Tensor y = backend::binary(BinaryOp::mul, a, b);
   if (Tape::should_record(tape, {&a, &b})) {
     // da needs b, db needs a: keep only what a required gradient reads.
     const Tensor keep_a = b.requires_grad() ? a : Tensor();
@@ -92,9 +90,9 @@ Tensor mul(Tape* tape, const Tensor& a, const Tensor& b) {
     tape->record("mul", {&a, &b}, {&y},
                  [keep_a, keep_b, bcast, b_shape, nb](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                    Tensor da, db;
-                   if (keep_b.defined()) da = backend_of(g[0]).binary(BinaryOp::mul, g[0], keep_b);
+                   if (keep_b.defined()) da = backend::binary(BinaryOp::mul, g[0], keep_b);
                    if (keep_a.defined()) {
-                     const Tensor ga = backend_of(g[0]).binary(BinaryOp::mul, g[0], keep_a);
+                     const Tensor ga = backend::binary(BinaryOp::mul, g[0], keep_a);
                      db = bcast ? reduce_to(ga, b_shape, nb) : ga;
                    }
                    return {da, db};
@@ -105,10 +103,10 @@ Tensor mul(Tape* tape, const Tensor& a, const Tensor& b) {
 
 Tensor scale(Tape* tape, const Tensor& x, double alpha) {
   CNN_CHECK(x.defined(), "scale: undefined input");
-  Tensor y = backend_of(x).scale(x, alpha);
+  Tensor y = backend::scale(x, alpha);
   if (Tape::should_record(tape, {&x})) {
     tape->record("scale", {&x}, {&y}, [alpha](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(g[0]).scale(g[0], alpha)};
+      return {backend::scale(g[0], alpha)};
     });
   }
   return y;
@@ -117,11 +115,11 @@ Tensor scale(Tape* tape, const Tensor& x, double alpha) {
 namespace {
 // alpha * sum over all elements (rows_only = false) or over all but the last axis; the gradient broadcasts back.
 Tensor reduce(Tape* tape, const Tensor& x, bool rows_only, double alpha, const char* op) {
-  Tensor y = rows_only ? backend_of(x).sum_rows(x, alpha) : backend_of(x).sum_all(x, alpha);
+  Tensor y = rows_only ? backend::sum_rows(x, alpha) : backend::sum_all(x, alpha);
   if (Tape::should_record(tape, {&x})) {
     const Shape shape = x.shape();
     tape->record(op, {&x}, {&y}, [shape, alpha](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(g[0]).broadcast(g[0], shape, alpha)};
+      return {backend::broadcast(g[0], shape, alpha)};
     });
   }
   return y;
@@ -135,8 +133,7 @@ Tensor reduce_all(Tape* tape, const Tensor& x, bool average, const char* op) {
 
 Tensor reduce_rows(Tape* tape, const Tensor& x, bool average, const char* op) {
   CNN_CHECK(x.defined() && x.dim() >= 1, op, ": expected (..., C), got ", x.str());
-  CNN_CHECK(x.size(-1) >= 1, op, ": expected (..., C) with C >= 1, got ", x.str());
-  const int64_t rows = x.numel() / x.size(-1);
+  const int64_t rows = x.size(-1) > 0 ? x.numel() / x.size(-1) : 0;
   CNN_CHECK(!average || rows > 0, op, ": mean over zero rows of ", x.str());
   return reduce(tape, x, true, average ? 1.0 / double(rows) : 1.0, op);
 }
@@ -149,11 +146,11 @@ Tensor mean_except_last(Tape* tape, const Tensor& x) { return reduce_rows(tape, 
 
 Tensor relu(Tape* tape, const Tensor& x) {
   CNN_CHECK(x.defined(), "relu: undefined input");
-  Tensor y = backend_of(x).relu_forward(x);
+  Tensor y = backend::relu_forward(x);
   if (Tape::should_record(tape, {&x})) {
     const Tensor keep_y = y;  // the mask y > 0 is all backward reads
     tape->record("relu", {&x}, {&y}, [keep_y](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(keep_y).relu_backward(keep_y, g[0])};
+      return {backend::relu_backward(keep_y, g[0])};
     });
   }
   return y;
@@ -161,10 +158,10 @@ Tensor relu(Tape* tape, const Tensor& x) {
 
 Tensor gelu(Tape* tape, const Tensor& x) {
   check_input("gelu", x, 0);
-  Tensor y = backend_of(x).gelu_forward(x);
+  Tensor y = backend::gelu_forward(x);
   if (Tape::should_record(tape, {&x})) {
     tape->record("gelu", {&x}, {&y}, [x](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(x).gelu_backward(x, g[0])};
+      return {backend::gelu_backward(x, g[0])};
     });
   }
   return y;
@@ -201,15 +198,14 @@ Tensor matmul(Tape* tape, const Tensor& a, const Tensor& b) {
   check_float_pair("matmul", a, b);
   CNN_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "matmul: expected a (M, K) and b (K, N), got ",
             a.str(), " and ", b.str());
-  Tensor y = backend_of(a).gemm(a, b, false, false);
+  Tensor y = backend::gemm(a, b, false, false);
   if (Tape::should_record(tape, {&a, &b})) {
     const Tensor keep_a = b.requires_grad() ? a : Tensor();
     const Tensor keep_b = a.requires_grad() ? b : Tensor();
     tape->record("matmul", {&a, &b}, {&y}, [keep_a, keep_b](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      backend::Backend& be = backend_of(g[0]);
       Tensor da, db;
-      if (keep_b.defined()) da = be.gemm(g[0], keep_b, false, true);  // dy b^T
-      if (keep_a.defined()) db = be.gemm(keep_a, g[0], true, false);  // a^T dy
+      if (keep_b.defined()) da = backend::gemm(g[0], keep_b, false, true);  // dy b^T
+      if (keep_a.defined()) db = backend::gemm(keep_a, g[0], true, false);  // a^T dy
       return {da, db};
     });
   }
@@ -231,20 +227,18 @@ Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) 
     CNN_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: expected bias (", w.size(0), "), got ",
               bias.str());
   }
-  backend::Backend& be = backend_of(x);
-  Tensor y = be.gemm(x, w, false, true);
-  if (bias.defined()) be.binary_into(BinaryOp::add, y, bias, y);
+  Tensor y = backend::gemm(x, w, false, true);
+  if (bias.defined()) backend::binary_into(BinaryOp::add, y, bias, y);
   if (Tape::should_record(tape, {&x, &w, &bias})) {
     const Tensor keep_x = w.requires_grad() ? x : Tensor();
     const Tensor keep_w = x.requires_grad() ? w : Tensor();
     const bool bias_grad = bias.defined() && bias.requires_grad();
     tape->record("linear", {&x, &w, &bias}, {&y},
                  [keep_x, keep_w, bias_grad](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-                   backend::Backend& be = backend_of(g[0]);
                    Tensor dx, dw, db;
-                   if (keep_w.defined()) dx = be.gemm(g[0], keep_w, false, false);  // dy W
-                   if (keep_x.defined()) dw = be.gemm(g[0], keep_x, true, false);   // dy^T x
-                   if (bias_grad) db = be.sum_rows(g[0], 1.0);
+                   if (keep_w.defined()) dx = backend::gemm(g[0], keep_w, false, false);  // dy W
+                   if (keep_x.defined()) dw = backend::gemm(g[0], keep_x, true, false);   // dy^T x
+                   if (bias_grad) db = backend::sum_rows(g[0], 1.0);
                    return {dx, dw, db};
                  });
   }
@@ -262,23 +256,12 @@ Tensor linear_nd(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bia
 // ---- loss --------------------------------------------------------------------------------------------------------
 
 Tensor softmax_cross_entropy(Tape* tape, const Tensor& logits, const Tensor& labels, double label_smoothing) {
-  CNN_CHECK(logits.defined() && labels.defined(), "softmax_cross_entropy: undefined input");
-  CNN_CHECK(logits.dim() == 2, "softmax_cross_entropy: expected logits (B, K), got ", logits.str());
-  CNN_CHECK(labels.dtype() == DType::i64, "softmax_cross_entropy: expected i64 labels, got ", labels.str());
-  CNN_CHECK(labels.dim() == 1 && labels.size(0) == logits.size(0), "softmax_cross_entropy: expected labels (",
-            logits.size(0), "), got ", labels.str());
-  CNN_CHECK(labels.device() == logits.device(), "softmax_cross_entropy: labels on ", labels.device().str(),
-            ", logits on ", logits.device().str());
-  CNN_CHECK(label_smoothing >= 0.0 && label_smoothing < 1.0,
-            "softmax_cross_entropy: label smoothing must be in [0, 1), got ", label_smoothing);
-  auto [loss, lse] = backend_of(logits).softmax_xent_forward(logits, labels, label_smoothing);
+  auto [loss, lse] = backend::softmax_xent_forward(logits, labels, label_smoothing);
   if (Tape::should_record(tape, {&logits})) {
-    tape->record(
-        "softmax_cross_entropy", {&logits, &labels}, {&loss},
-        [logits, labels, lse, label_smoothing](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-          const Tensor dloss = g[0].to(lse.dtype());
-          return {backend_of(logits).softmax_xent_backward(logits, labels, lse, dloss, label_smoothing), Tensor()};
-        });
+    tape->record("softmax_cross_entropy", {&logits, &labels}, {&loss},
+                 [logits, labels, lse, label_smoothing](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                   return {backend::softmax_xent_backward(logits, labels, lse, g[0], label_smoothing), Tensor()};
+                 });
   }
   return loss;
 }
@@ -296,20 +279,18 @@ Tensor conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, 
   p.k = w.size(0), p.r = w.size(1), p.s = w.size(2);
   p.stride_h = g.stride_h, p.stride_w = g.stride_w, p.pad_h = g.pad_h, p.pad_w = g.pad_w;
   p.validate("conv2d");
-  backend::Backend& be = backend_of(x);
-  Tensor y = be.conv2d_forward(x, w, p);
-  if (bias.defined()) be.binary_into(BinaryOp::add, y, bias, y);
+  Tensor y = backend::conv2d_forward(x, w, p);
+  if (bias.defined()) backend::binary_into(BinaryOp::add, y, bias, y);
   if (Tape::should_record(tape, {&x, &w, &bias})) {
     const Tensor keep_x = w.requires_grad() ? x : Tensor();
     const Tensor keep_w = x.requires_grad() ? w : Tensor();
     const bool bias_grad = bias.defined() && bias.requires_grad();
     tape->record("conv2d", {&x, &w, &bias}, {&y},
                  [keep_x, keep_w, bias_grad, p](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
-                   backend::Backend& be = backend_of(gr[0]);
                    Tensor dx, dw, db;
-                   if (keep_w.defined()) dx = be.conv2d_backward_data(gr[0], keep_w, p);
-                   if (keep_x.defined()) dw = be.conv2d_backward_filter(keep_x, gr[0], p);
-                   if (bias_grad) db = be.sum_rows(gr[0], 1.0);
+                   if (keep_w.defined()) dx = backend::conv2d_backward_data(gr[0], keep_w, p);
+                   if (keep_x.defined()) dw = backend::conv2d_backward_filter(keep_x, gr[0], p);
+                   if (bias_grad) db = backend::sum_rows(gr[0], 1.0);
                    return {dx, dw, db};
                  });
   }
@@ -317,7 +298,7 @@ Tensor conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, 
 }
 
 Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
-                        dwconv::BfcAccum bfc_accum) {
+                        dwconv::BfcAccum bfc_accum, const DwFilterGrad& filter_grad) {
   check_input("depthwise_conv2d", x, 4);
   check_same("depthwise_conv2d", x, w, "weight");
   CNN_CHECK(w.dim() == 3 && w.size(2) == x.size(3), "depthwise_conv2d: expected weight (FH, FW, ", x.size(3),
@@ -333,18 +314,20 @@ Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tens
   p.stride_h = g.stride_h, p.stride_w = g.stride_w;
   p.pad_top = g.pad_top, p.pad_bottom = g.pad_bottom, p.pad_left = g.pad_left, p.pad_right = g.pad_right;
   p.validate("depthwise_conv2d");
-  Tensor y = backend_of(x).dwconv_forward(x, w, bias, p);
+  Tensor y = backend::dwconv_forward(x, w, bias, p);
   if (Tape::should_record(tape, {&x, &w, &bias})) {
     const Tensor keep_x = w.requires_grad() ? x : Tensor();
     const Tensor keep_w = x.requires_grad() ? w : Tensor();
     const bool bias_grad = bias.defined() && bias.requires_grad();
     tape->record("depthwise_conv2d", {&x, &w, &bias}, {&y},
-                 [keep_x, keep_w, bias_grad, p, bfc_accum](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
-                   backend::Backend& be = backend_of(gr[0]);
+                 [keep_x, keep_w, bias_grad, p, bfc_accum,
+                  filter_grad](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
                    Tensor dx, dw, db;
-                   if (keep_w.defined()) dx = be.dwconv_backward_data(gr[0], keep_w, p);
-                   if (keep_x.defined()) dw = be.dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
-                   if (bias_grad) db = be.sum_rows(gr[0], 1.0);
+                   if (keep_w.defined()) dx = backend::dwconv_backward_data(gr[0], keep_w, p);
+                   if (keep_x.defined())
+                     dw = filter_grad ? filter_grad(keep_x, gr[0], p, bfc_accum)
+                                      : backend::dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
+                   if (bias_grad) db = backend::sum_rows(gr[0], 1.0);
                    return {dx, dw, db};
                  });
   }
@@ -360,13 +343,13 @@ Tensor layer_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor
   check_vector("layer_norm", x, beta, "bias", x.size(-1));
   CNN_CHECK(eps > 0.0, "layer_norm: expected eps > 0, got ", eps);
   backend::NormStats stats;
-  Tensor y = backend_of(x).layernorm_forward(x, gamma, beta, eps, stats);
+  Tensor y = backend::layernorm_forward(x, gamma, beta, eps, stats);
   if (Tape::should_record(tape, {&x, &gamma, &beta})) {
     const bool need_dx = x.requires_grad(), need_params = gamma.requires_grad() || beta.requires_grad();
     tape->record("layer_norm", {&x, &gamma, &beta}, {&y},
                  [x, gamma, stats, need_dx, need_params](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                    const backend::NormGrads d =
-                       backend_of(x).layernorm_backward(g[0], x, gamma, stats, need_dx, need_params);
+                       backend::layernorm_backward(g[0], x, gamma, stats, need_dx, need_params);
                    return {d.dx, d.dgamma, d.dbeta};
                  });
   }
@@ -390,21 +373,15 @@ Tensor batch_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor
   CNN_CHECK(eps > 0.0 && momentum >= 0.0 && momentum <= 1.0,
             "batch_norm: expected eps > 0 and momentum in [0, 1], got eps=", eps, " momentum=", momentum);
   CNN_CHECK(!training || rows > 1, "batch_norm: training needs more than one value per channel, got ", x.str());
-  backend::Backend& be = backend_of(x);
-  if (training) {
-    CNN_CHECK(running_mean.is_contiguous() && running_var.is_contiguous(),
-              "batch_norm: running statistics must be contiguous");
-  }
-  const backend::NormStats stats = training
-                                       ? be.batchnorm_batch_stats(x, running_mean, running_var, momentum, eps, true)
-                                       : be.batchnorm_running_stats(running_mean, running_var, eps);
-  Tensor y = be.batchnorm_apply(x, gamma, beta, stats);
+  const backend::NormStats stats =
+      training ? backend::batchnorm_batch_stats(x, running_mean, running_var, momentum, eps, true)
+               : backend::batchnorm_running_stats(running_mean, running_var, eps);
+  Tensor y = backend::batchnorm_apply(x, gamma, beta, stats);
   if (Tape::should_record(tape, {&x, &gamma, &beta})) {
     const bool need_dx = x.requires_grad();
     tape->record("batch_norm", {&x, &gamma, &beta}, {&y},
                  [x, gamma, stats, training, need_dx](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-                   const backend::NormGrads d =
-                       backend_of(x).batchnorm_backward(g[0], x, gamma, stats, training, need_dx);
+                   const backend::NormGrads d = backend::batchnorm_backward(g[0], x, gamma, stats, training, need_dx);
                    return {d.dx, d.dgamma, d.dbeta};
                  });
   }
@@ -416,15 +393,10 @@ Tensor batch_norm(Tape* tape, const Tensor& x, const Tensor& gamma, const Tensor
 Tensor sample_scale(Tape* tape, const Tensor& x, const Tensor& scale) {
   check_input("sample_scale", x, 0);
   CNN_CHECK(scale.defined() && scale.device() == x.device(), "sample_scale: expected scale on ", x.device().str());
-  CNN_CHECK(x.dim() >= 1 && scale.dim() == 1 && scale.size(0) == x.size(0), "sample_scale: expected scale (",
-            x.dim() >= 1 ? x.size(0) : 0, ") for x ", x.str(), ", got ", scale.str());
-  const DType stat = backend::stat_dtype(x.dtype());
-  CNN_CHECK(scale.dtype() == stat, "sample_scale: expected ", dtype_name(stat), " scales for x ", x.str(), ", got ",
-            scale.str());
-  Tensor y = backend_of(x).sample_scale(x, scale);
+  Tensor y = backend::sample_scale(x, scale);
   if (Tape::should_record(tape, {&x})) {
     tape->record("sample_scale", {&x}, {&y}, [scale](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(g[0]).sample_scale(g[0], scale)};
+      return {backend::sample_scale(g[0], scale)};
     });
   }
   return y;
@@ -438,7 +410,7 @@ Tensor drop_path_scales(int64_t n, double drop_prob, uint64_t seed, uint64_t ste
   CNN_CHECK(step < (uint64_t(1) << 32), "drop_path: expected step < 2^32, got ", step);
   Tensor u = Tensor::empty({n}, DType::f32, device, "drop_path uniforms");
   u.uniform_(seed, (step << 32) | (uint64_t(layer_id) << 20), 0.0, 1.0);
-  return backend::backend_for(device).drop_scales(u, 1.0 - drop_prob, backend::stat_dtype(dtype));
+  return backend::drop_scales(u, 1.0 - drop_prob, backend::stat_dtype(dtype));
 }
 
 Tensor drop_path(Tape* tape, const Tensor& x, double drop_prob, uint64_t seed, uint64_t step, uint32_t layer_id) {
@@ -451,11 +423,11 @@ Tensor drop_path(Tape* tape, const Tensor& x, double drop_prob, uint64_t seed, u
 Tensor global_avg_pool(Tape* tape, const Tensor& x) {
   check_input("global_avg_pool", x, 4);
   CNN_CHECK(x.numel() >= 1, "global_avg_pool: expected a non-empty x, got ", x.str());
-  Tensor y = backend_of(x).gap_forward(x);
+  Tensor y = backend::gap_forward(x);
   if (Tape::should_record(tape, {&x})) {
     const Shape shape = x.shape();
     tape->record("global_avg_pool", {&x}, {&y}, [shape](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {backend_of(g[0]).gap_backward(g[0], shape)};
+      return {backend::gap_backward(g[0], shape)};
     });
   }
   return y;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/autograd.h"
 #include "core/tensor.h"
@@ -64,8 +65,12 @@ struct DwGeometry {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
 };
+// filter_grad, when set, computes dW (FH, FW, C) from (x, dY) in place of the backend (analysis tools: FP16
+// emulation on the CPU, gradient probes); it must return dW in w's dtype and device.
+using DwFilterGrad = std::function<Tensor(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
+                                          dwconv::BfcAccum accum)>;
 Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias, const DwGeometry& g,
-                        dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32);
+                        dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32, const DwFilterGrad& filter_grad = {});
 
 // ---- normalisation -----------------------------------------------------------------------------------------------
 // LayerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, FP32 statistics

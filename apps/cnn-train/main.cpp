@@ -3,12 +3,12 @@
 // one line on stderr and a non-zero exit status: 2 for command-line syntax, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <map>
 #include <string>
 
 #include "apps/cnn-train/plan.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/train_config.h"
+#include "apps/cnn-train/train_flags.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/error.h"
 #include "data/data_bench.h"
@@ -19,9 +19,7 @@ using cnn::train::TrainConfig;
 
 struct Cli {
   std::string config_file, resume;
-  std::map<std::string, std::string> values;  // key -> flag value as typed
-  std::map<std::string, bool> switches;       // boolean keys
-  std::map<std::string, CLI::Option*> options;
+  cnn::train::TrainFlags flags;
 };
 
 void add_flags(CLI::App& app, Cli& cli) {
@@ -29,16 +27,7 @@ void add_flags(CLI::App& app, Cli& cli) {
       ->type_name("FILE");
   app.add_option("--resume", cli.resume, "continue a run: its folder (runs/...) or one of its checkpoint folders")
       ->type_name("DIR");
-  for (const cnn::train::FieldInfo& f : cnn::train::train_fields()) {
-    const std::string flag = cnn::train::flag_name(f.key);
-    if (f.is_bool) {
-      cli.switches[f.key] = false;
-      cli.options[f.key] = app.add_flag(flag + ",!--no-" + flag.substr(2), cli.switches[f.key], f.help);
-    } else {
-      const std::string help = f.default_value == "\"\"" ? f.help : f.help + " [" + f.default_value + "]";
-      cli.options[f.key] = app.add_option(flag, cli.values[f.key], help)->type_name(f.type_name);
-    }
-  }
+  cnn::train::add_train_flags(app, cli.flags);
 }
 
 // Defaults < the resumed run's config.yaml < --config < flags.
@@ -50,11 +39,7 @@ TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, s
     *saved = c;
   }
   if (!cli.config_file.empty()) cnn::train::load_train_config(cli.config_file, c);
-  for (const auto& [key, option] : cli.options) {
-    if (option->count() == 0) continue;
-    auto sw = cli.switches.find(key);
-    cnn::train::set_from_flag(c, key, sw != cli.switches.end() ? (sw->second ? "true" : "false") : cli.values.at(key));
-  }
+  cnn::train::apply_train_flags(cli.flags, c);
   return c;
 }
 

@@ -25,8 +25,6 @@ double wall_seconds() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-namespace {
-
 // Top-1 / top-5 hits of one batch: the label's rank is the number of logits strictly above it.
 void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
   const Tensor host = logits.to(Device::cpu()).to(DType::f32).contiguous();
@@ -42,10 +40,10 @@ void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
   }
 }
 
-}  // namespace
-
-Trainer::Trainer(Plan plan) : plan_(std::move(plan)), cfg_(plan_.config) {
+Trainer::Trainer(Plan plan, TrainerOptions options)
+    : plan_(std::move(plan)), cfg_(plan_.config), options_(options) {
   build_model();
+  if (options_.hooks) options_.hooks->on_model(*compute_);
   build_optimizer();
   train_loader_ = std::make_unique<data::DataLoader>(plan_.train_set, plan_.train_loader);
   if (!cfg_.synthetic) val_loader_ = std::make_unique<data::DataLoader>(plan_.val_set, plan_.val_loader);
@@ -91,10 +89,8 @@ void Trainer::build_optimizer() {
   o.eps = cfg_.opt_eps;
   o.weight_decay = cfg_.weight_decay;
   opt_ = std::make_unique<optim::AdamW>(params_, o);
-  if (cfg_.amp) {
-    opt_->set_half_copies(half_copies);
-    scaler_ = std::make_unique<optim::DynamicLossScaler>(plan_.device);
-  }
+  if (cfg_.amp) opt_->set_half_copies(half_copies);
+  if (cfg_.amp || options_.loss_scaling) scaler_ = std::make_unique<optim::DynamicLossScaler>(plan_.device);
   schedule_.kind = optim::lr_schedule_kind_from_name(cfg_.sched);
   schedule_.base_lr = cfg_.lr;
   schedule_.min_lr = cfg_.min_lr;
@@ -118,6 +114,7 @@ void Trainer::forward_backward(const data::Batch& batch) {
   else
     tape.backward(loss);
   if (trace_) trace_->record(batch, loss);
+  if (options_.hooks) options_.hooks->on_batch(logits, batch.labels);
   const Tensor l = loss.reshape({1});
   log_loss_sum_.add_(l);
   epoch_loss_sum_.add_(l);
@@ -126,6 +123,7 @@ void Trainer::forward_backward(const data::Batch& batch) {
 }
 
 void Trainer::optimizer_step(int64_t micro) {
+  if (options_.hooks) options_.hooks->before_step(pos_.step);
   for (int64_t m = 0; m < micro; ++m) {
     std::optional<data::Batch> batch = train_loader_->next();
     CNN_CHECK(batch.has_value(), "cnn-train: the training loader ended at batch ", pos_.next_batch, " of ",
@@ -235,6 +233,7 @@ void Trainer::log_interval_record(double seconds) {
     rec["loss_scale"] = s.scale;
     rec["skipped_steps"] = s.skipped_steps;
   }
+  if (options_.hooks) options_.hooks->add_train_fields(rec);
   metrics_.write(rec);
   progress_->log(info);
   progress_->step(info);

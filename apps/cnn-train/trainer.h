@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,9 +40,28 @@ struct EvalResult {
   double seconds = 0;
 };
 
+// Extension points for tools that run this loop with extra measurements (cnn-compare); the defaults do nothing.
+class TrainHooks {
+ public:
+  virtual ~TrainHooks() = default;
+  // Once, when the models exist (before a checkpoint is loaded): `compute` is the model the steps run.
+  virtual void on_model(Model& compute) { (void)compute; }
+  // Before each optimizer step; `step` counts the steps done before it.
+  virtual void before_step(int64_t step) { (void)step; }
+  // After each training micro-batch's backward: its logits (B, classes) and labels (B), on the device.
+  virtual void on_batch(const Tensor& logits, const Tensor& labels) { (void)logits, (void)labels; }
+  // Adds fields to each "train" metrics record.
+  virtual void add_train_fields(nlohmann::json& record) { (void)record; }
+};
+
+struct TrainerOptions {
+  TrainHooks* hooks = nullptr;  // not owned; outlives the Trainer
+  bool loss_scaling = false;    // dynamic loss scaling without --amp (FP32 runs that emulate FP16 kernels)
+};
+
 class Trainer {
  public:
-  explicit Trainer(Plan plan);
+  explicit Trainer(Plan plan, TrainerOptions options = {});
   ~Trainer();
 
   // Training run in a new run folder, or continuing the run of `resume_checkpoint` (a checkpoint folder inside
@@ -78,6 +98,7 @@ class Trainer {
 
   Plan plan_;
   const TrainConfig& cfg_;
+  TrainerOptions options_;
   std::shared_ptr<Model> master_;   // FP32 weights: the checkpoint and the optimizer's masters
   std::shared_ptr<Model> compute_;  // the forward's model: master_ itself, or its FP16 copy under --amp
   std::vector<optim::ParamRef> params_;
@@ -110,6 +131,10 @@ class Trainer {
   int64_t steps_this_process_ = 0;
   bool stopped_ = false;
 };
+
+// Adds the top-1 / top-5 hits of one batch of logits (B, classes) and labels (B) to the counts: a sample counts when
+// fewer than k logits are strictly greater than its label's. Reads the logits on the host.
+void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
 
 // Wall-clock seconds (steady clock).
 double wall_seconds();

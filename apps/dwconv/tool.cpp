@@ -112,16 +112,15 @@ Tensor run_op(const Options& o, const std::map<std::string, Tensor>& tensors) {
   const dwconv::DwconvParams p = resolve_params(o, tensors);
   auto on_device = [&](const char* name) { return tensors.at(name).to(o.dtype).to(o.device); };
   Tensor out;
-  backend::Backend& be = backend::backend_for(o.device);
   switch (o.op) {
     case Op::fwd:
-      out = be.dwconv_forward(on_device("x"), on_device("w"), Tensor(), p);
+      out = backend::dwconv_forward(on_device("x"), on_device("w"), Tensor(), p);
       break;
     case Op::bdc:
-      out = be.dwconv_backward_data(on_device("dy"), on_device("w"), p);
+      out = backend::dwconv_backward_data(on_device("dy"), on_device("w"), p);
       break;
     case Op::bfc:
-      out = be.dwconv_backward_filter(on_device("x"), on_device("dy"), p, o.bfc_accum);
+      out = backend::dwconv_backward_filter(on_device("x"), on_device("dy"), p, o.bfc_accum);
       break;
   }
   return out.to(Device::cpu()).to(DType::f32);

@@ -18,10 +18,7 @@ T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-kernels::NormParams norm_params(const Tensor& x, double eps) {
-  CNN_CHECK(x.dim() >= 1 && x.size(-1) >= 1 && x.numel() >= 1, "norm: expected (..., C) with elements, got ", x.str());
-  return {x.numel() / x.size(-1), x.size(-1), eps};
-}
+kernels::NormParams rows_c(const Tensor& x, double eps) { return {x.numel() / x.size(-1), x.size(-1), eps}; }
 
 // The CPU depthwise kernels exist in f32 (backend) and f64 (reference).
 void check_dw_dtype(const char* op, DType t) {
@@ -35,12 +32,11 @@ Tensor conv_workspace(const Tensor& like_t, const kernels::Conv2dParams& p) {
                        "conv2d im2col");
 }
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public DeviceBackend {
  public:
-  // ---- elementwise, reductions, GEMM, loss ---------------------------------------------------------------------
+  // ---- elementwise, reductions, GEMM, loss --------------------------------------------------------------------------
 
-  void binary_into(kernels::BinaryOp op, const Tensor& a_in, const Tensor& b_in, Tensor& y) override {
-    const Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) override {
     const kernels::BinaryParams p{a.numel(), b.numel(), op};
     dispatch_cpu_float(a.dtype(), op == kernels::BinaryOp::add ? "add" : "mul", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -48,335 +44,243 @@ class CpuBackend final : public Backend {
     });
   }
 
-  Tensor scale(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void scale(const Tensor& x, double alpha, Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "scale", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::scale_cpu(x.data<T>(), y.data<T>(), x.numel(), alpha);
     });
-    return y;
   }
 
-  Tensor broadcast(const Tensor& v_in, const Shape& shape, double alpha) override {
-    const Tensor v = v_in.contiguous();
-    Tensor y = empty_like(v, shape);
+  void broadcast(const Tensor& v, double alpha, Tensor& y) override {
     dispatch_cpu_float(v.dtype(), "broadcast", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::broadcast_cpu(v.data<T>(), y.data<T>(), y.numel(), v.numel(), alpha);
     });
-    return y;
   }
 
-  Tensor relu_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void relu_forward(const Tensor& x, Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "relu", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::relu_forward_cpu(x.data<T>(), y.data<T>(), x.numel());
     });
-    return y;
   }
 
-  Tensor relu_backward(const Tensor& y_in, const Tensor& dy_in) override {
-    const Tensor y = y_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dx = empty_like(y, y.shape());
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     dispatch_cpu_float(y.dtype(), "relu_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::relu_backward_cpu(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
     });
-    return dx;
   }
 
-  Tensor sum_all(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, {});
+  void sum_all(const Tensor& x, double alpha, Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "sum", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::sum_all_cpu(x.data<T>(), y.data<T>(), x.numel(), alpha);
     });
-    return y;
   }
 
-  Tensor sum_rows(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
+  void sum_rows(const Tensor& x, double alpha, Tensor& y) override {
     const int64_t cols = x.size(-1);
-    Tensor y = empty_like(x, {cols});
     dispatch_cpu_float(x.dtype(), "sum over all but the last axis", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::sum_rows_cpu(x.data<T>(), y.data<T>(), x.numel() / cols, cols, alpha);
     });
-    return y;
   }
 
-  Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) override {
-    const Tensor a = a_in.contiguous(), b = b_in.contiguous();
-    const kernels::GemmParams p = gemm_params(a, b, trans_a, trans_b);
-    Tensor c = empty_like(a, {p.m, p.n});
+  void gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c) override {
     if (p.k == 0) {  // BLAS leaves C untouched for K = 0; the empty sum is 0
       c.fill_(0.0);
-      return c;
+      return;
     }
     dispatch_cpu_float(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gemm_cpu(a.data<T>(), b.data<T>(), c.data<T>(), p);
     });
-    return c;
   }
 
-  std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits_in, const Tensor& labels_in,
-                                                 double eps) override {
-    const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
-    const DType lt = stat_dtype(logits.dtype());
-    Tensor loss = Tensor::empty({}, lt, logits.device(), "loss");
-    Tensor lse = Tensor::empty({logits.size(0)}, lt, logits.device(), "lse");
+  void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,
+                            Tensor& lse) override {
     const kernels::XentParams p{logits.size(0), logits.size(1), eps};
     dispatch_cpu_float(logits.dtype(), "softmax_cross_entropy", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::softmax_xent_forward_cpu(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), loss.data<T>(), p);
     });
-    return {loss, lse};
   }
 
-  Tensor softmax_xent_backward(const Tensor& logits_in, const Tensor& labels_in, const Tensor& lse_in,
-                               const Tensor& dloss_in, double eps) override {
-    const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous(), lse = lse_in.contiguous();
-    const Tensor dloss = dloss_in.contiguous();
-    Tensor dlogits = empty_like(logits, logits.shape());
+  void softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
+                             double eps, Tensor& dlogits) override {
     const kernels::XentParams p{logits.size(0), logits.size(1), eps};
     dispatch_cpu_float(logits.dtype(), "softmax_cross_entropy backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::softmax_xent_backward_cpu(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), dloss.data<T>(),
                                          dlogits.data<T>(), p);
     });
-    return dlogits;
   }
 
-  // ---- dense convolution: im2col + OpenBLAS ---------------------------------------------------------------------
+  // ---- dense convolution: im2col + OpenBLAS -------------------------------------------------------------------------
 
-  Tensor conv2d_forward(const Tensor& x_in, const Tensor& w_in, const kernels::Conv2dParams& p) override {
-    const Tensor x = x_in.contiguous(), w = w_in.contiguous();
-    Tensor y = empty_like(x, {p.n, p.oh(), p.ow(), p.k});
+  void conv2d_forward(const Tensor& x, const Tensor& w, const kernels::Conv2dParams& p, Tensor& y) override {
     const Tensor ws = conv_workspace(x, p);
     dispatch_cpu_float(x.dtype(), "conv2d", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::conv2d_forward_cpu(x.data<T>(), w.data<T>(), y.data<T>(), p, ws.data<T>());
     });
-    return y;
   }
 
-  Tensor conv2d_backward_data(const Tensor& dy_in, const Tensor& w_in, const kernels::Conv2dParams& p) override {
-    const Tensor dy = dy_in.contiguous(), w = w_in.contiguous();
-    Tensor dx = empty_like(dy, {p.n, p.ih, p.iw, p.c});
+  void conv2d_backward_data(const Tensor& dy, const Tensor& w, const kernels::Conv2dParams& p, Tensor& dx) override {
     const Tensor ws = conv_workspace(dy, p);
     dispatch_cpu_float(dy.dtype(), "conv2d backward_data", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::conv2d_backward_data_cpu(dy.data<T>(), w.data<T>(), dx.data<T>(), p, ws.data<T>());
     });
-    return dx;
   }
 
-  Tensor conv2d_backward_filter(const Tensor& x_in, const Tensor& dy_in, const kernels::Conv2dParams& p) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dw = empty_like(x, {p.k, p.r, p.s, p.c});
+  void conv2d_backward_filter(const Tensor& x, const Tensor& dy, const kernels::Conv2dParams& p, Tensor& dw) override {
     const Tensor ws = conv_workspace(x, p);
     dispatch_cpu_float(x.dtype(), "conv2d backward_filter", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::conv2d_backward_filter_cpu(x.data<T>(), dy.data<T>(), dw.data<T>(), p, ws.data<T>());
     });
-    return dw;
   }
 
-  // ---- depthwise convolution: f32 -> FP32 CPU kernels, f64 -> FP64 reference --------------------------------------
+  // ---- depthwise convolution: f32 -> FP32 CPU kernels, f64 -> FP64 reference ----------------------------------------
 
-  Tensor dwconv_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
-                        const dwconv::DwconvParams& p) override {
-    const Tensor x = x_in.contiguous(), w = w_in.contiguous();
-    const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
-    Tensor y = empty_like(x, {p.n, p.oh(), p.ow(), p.c});
+  void dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p,
+                      Tensor& y) override {
     check_dw_dtype("depthwise_conv2d", x.dtype());
     if (x.dtype() == DType::f64) {
       dwconv::dwconv_forward_reference(x.data<double>(), w.data<double>(), ptr<double>(bias), y.data<double>(), p);
     } else {
       dwconv::dwconv_forward_cpu(x.data<float>(), w.data<float>(), ptr<float>(bias), y.data<float>(), p);
     }
-    return y;
   }
 
-  Tensor dwconv_backward_data(const Tensor& dy_in, const Tensor& w_in, const dwconv::DwconvParams& p) override {
-    const Tensor dy = dy_in.contiguous(), w = w_in.contiguous();
-    Tensor dx = empty_like(dy, {p.n, p.ih, p.iw, p.c});
+  void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx) override {
     check_dw_dtype("depthwise_conv2d backward_data", dy.dtype());
     if (dy.dtype() == DType::f64) {
       dwconv::dwconv_backward_data_reference(dy.data<double>(), w.data<double>(), dx.data<double>(), p);
     } else {
       dwconv::dwconv_backward_data_cpu(dy.data<float>(), w.data<float>(), dx.data<float>(), p);
     }
-    return dx;
   }
 
-  Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
-                                dwconv::BfcAccum) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dw = empty_like(x, {p.fh, p.fw, p.c});
+  void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum,
+                              Tensor& dw) override {
     check_dw_dtype("depthwise_conv2d backward_filter", x.dtype());
     if (x.dtype() == DType::f64) {
       dwconv::dwconv_backward_filter_reference(x.data<double>(), dy.data<double>(), dw.data<double>(), p);
     } else {
       dwconv::dwconv_backward_filter_cpu(x.data<float>(), dy.data<float>(), dw.data<float>(), p);
     }
-    return dw;
   }
 
-  // ---- normalisation --------------------------------------------------------------------------------------------
+  // ---- normalisation: statistics in the data's precision (FP64 for f64) ---------------------------------------------
 
-  Tensor layernorm_forward(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta_in, double eps,
-                           NormStats& stats) override {
-    const Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
-    const kernels::NormParams p = norm_params(x, eps);
-    Tensor y = empty_like(x, x.shape());
-    stats.mean = Tensor::empty({p.rows}, stat_dtype(x.dtype()), x.device());
-    stats.rstd = Tensor::empty({p.rows}, stat_dtype(x.dtype()), x.device());
+  void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                         NormStats& stats) override {
     dispatch_cpu_float(x.dtype(), "layer_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::layernorm_forward_cpu(x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), stats.mean.data<T>(),
-                                     stats.rstd.data<T>(), p);
+                                     stats.rstd.data<T>(), rows_c(x, eps));
     });
-    return y;
   }
 
-  NormGrads layernorm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& gamma_in, const NormStats& stats,
-                               bool need_dx, bool need_params) override {
-    const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), gamma = gamma_in.contiguous();
-    const kernels::NormParams p = norm_params(x, 1.0);
-    NormGrads g = empty_norm_grads(x, need_dx, need_params);
+  void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats,
+                          NormGrads& g) override {
     dispatch_cpu_float(x.dtype(), "layer_norm backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::layernorm_backward_cpu(dy.data<T>(), x.data<T>(), gamma.data<T>(), stats.mean.data<T>(),
-                                      stats.rstd.data<T>(), ptr<T>(g.dx), ptr<T>(g.dgamma), ptr<T>(g.dbeta), p);
+                                      stats.rstd.data<T>(), ptr<T>(g.dx), ptr<T>(g.dgamma), ptr<T>(g.dbeta),
+                                      rows_c(x, 1.0));
     });
-    return g;
   }
 
-  NormStats batchnorm_batch_stats(const Tensor& x_in, Tensor& running_mean, Tensor& running_var, double momentum,
-                                  double eps, bool update_running) override {
-    const Tensor x = x_in.contiguous();
-    const kernels::NormParams p = norm_params(x, eps);
-    NormStats st{Tensor::empty({p.c}, stat_dtype(x.dtype()), x.device()),
-                 Tensor::empty({p.c}, stat_dtype(x.dtype()), x.device())};
+  void batchnorm_batch_stats(const Tensor& x, Tensor& running_mean, Tensor& running_var, double momentum, double eps,
+                             bool update_running, NormStats& st) override {
     const kernels::BatchNormUpdate u{update_running, momentum};
     dispatch_cpu_float(x.dtype(), "batch_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::batchnorm_stats_cpu(x.data<T>(), st.mean.data<T>(), st.rstd.data<T>(), running_mean.data<T>(),
-                                   running_var.data<T>(), p, u);
+                                   running_var.data<T>(), rows_c(x, eps), u);
     });
-    return st;
   }
 
-  NormStats batchnorm_running_stats(const Tensor& running_mean_in, const Tensor& running_var_in, double eps) override {
-    const Tensor rm = running_mean_in.contiguous(), rv = running_var_in.contiguous();
+  void batchnorm_running_stats(const Tensor& rm, const Tensor& rv, double eps, NormStats& st) override {
     const kernels::NormParams p{1, rm.numel(), eps};
-    NormStats st{empty_like(rm, rm.shape()), empty_like(rm, rm.shape())};
     dispatch_cpu_float(rm.dtype(), "batch_norm (eval)", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::batchnorm_eval_stats_cpu(rm.data<T>(), rv.data<T>(), st.mean.data<T>(), st.rstd.data<T>(), p);
     });
-    return st;
   }
 
-  Tensor batchnorm_apply(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta_in,
-                         const NormStats& stats) override {
-    const Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
-    const kernels::NormParams p = norm_params(x, 1.0);
-    Tensor y = empty_like(x, x.shape());
+  void batchnorm_apply(const Tensor& x, const Tensor& gamma, const Tensor& beta, const NormStats& stats,
+                       Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "batch_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::batchnorm_forward_cpu(x.data<T>(), gamma.data<T>(), beta.data<T>(), stats.mean.data<T>(),
-                                     stats.rstd.data<T>(), y.data<T>(), p);
+                                     stats.rstd.data<T>(), y.data<T>(), rows_c(x, 1.0));
     });
-    return y;
   }
 
-  NormGrads batchnorm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& gamma_in, const NormStats& stats,
-                               bool training, bool need_dx) override {
-    const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), gamma = gamma_in.contiguous();
-    const kernels::NormParams p = norm_params(x, 1.0);
-    NormGrads g = empty_norm_grads(x, need_dx, true);
+  void batchnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats, bool training,
+                          NormGrads& g) override {
     dispatch_cpu_float(x.dtype(), "batch_norm backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::batchnorm_backward_cpu(dy.data<T>(), x.data<T>(), gamma.data<T>(), stats.mean.data<T>(),
-                                      stats.rstd.data<T>(), ptr<T>(g.dx), g.dgamma.data<T>(), g.dbeta.data<T>(), p,
-                                      training);
+                                      stats.rstd.data<T>(), ptr<T>(g.dx), g.dgamma.data<T>(), g.dbeta.data<T>(),
+                                      rows_c(x, 1.0), training);
     });
-    return g;
   }
 
-  // ---- pointwise and pooling ------------------------------------------------------------------------------------
+  // ---- pointwise and pooling ----------------------------------------------------------------------------------------
 
-  Tensor gelu_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void gelu_forward(const Tensor& x, Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "gelu", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gelu_forward_cpu(x.data<T>(), y.data<T>(), x.numel());
     });
-    return y;
   }
 
-  Tensor gelu_backward(const Tensor& x_in, const Tensor& dy_in) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dx = empty_like(x, x.shape());
+  void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     dispatch_cpu_float(x.dtype(), "gelu backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gelu_backward_cpu(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
     });
-    return dx;
   }
 
-  Tensor sample_scale(const Tensor& x_in, const Tensor& scale_in) override {
-    const Tensor x = x_in.contiguous(), s = scale_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void sample_scale(const Tensor& x, const Tensor& s, Tensor& y) override {
     const int64_t per = x.size(0) > 0 ? x.numel() / x.size(0) : 0;
     dispatch_cpu_float(x.dtype(), "sample_scale", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::sample_scale_cpu(x.data<T>(), s.data<T>(), y.data<T>(), x.size(0), per);
     });
-    return y;
   }
 
-  Tensor gap_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, {x.size(0), x.size(3)});
+  void gap_forward(const Tensor& x, Tensor& y) override {
     dispatch_cpu_float(x.dtype(), "global_avg_pool", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gap_forward_cpu(x.data<T>(), y.data<T>(), x.size(0), x.size(1) * x.size(2), x.size(3));
     });
-    return y;
   }
 
-  Tensor gap_backward(const Tensor& dy_in, const Shape& x_shape) override {
-    const Tensor dy = dy_in.contiguous();
-    Tensor dx = empty_like(dy, x_shape);
+  void gap_backward(const Tensor& dy, Tensor& dx) override {
     dispatch_cpu_float(dy.dtype(), "global_avg_pool backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::gap_backward_cpu(dy.data<T>(), dx.data<T>(), x_shape[0], x_shape[1] * x_shape[2], x_shape[3]);
+      kernels::gap_backward_cpu(dy.data<T>(), dx.data<T>(), dx.size(0), dx.size(1) * dx.size(2), dx.size(3));
     });
-    return dx;
   }
 
-  Tensor drop_scales(const Tensor& u, double keep, DType dtype) override {
-    Tensor s = Tensor::empty(u.shape(), dtype, u.device());
-    dispatch_cpu_float(dtype, "drop_path", [&](auto tag) {
+  void drop_scales(const Tensor& u, double keep, Tensor& s) override {
+    dispatch_cpu_float(s.dtype(), "drop_path", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::drop_scales_cpu(u.data<float>(), s.data<T>(), u.numel(), float(keep));
     });
-    return s;
   }
 };
 
 }  // namespace
 
-Backend& cpu_backend() {
+DeviceBackend& cpu_backend() {
   static CpuBackend backend;
   return backend;
 }

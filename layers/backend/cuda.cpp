@@ -36,12 +36,11 @@ void check_cuda_dtype(const char* op, DType t) {
 
 kernels::NormParams rows_c(const Tensor& x, double eps) { return {x.numel() / x.size(-1), x.size(-1), eps}; }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public DeviceBackend {
  public:
-  // ---- elementwise, reductions, GEMM (cuBLAS), loss -------------------------------------------------------------
+  // ---- elementwise, reductions, GEMM (cuBLAS), loss -----------------------------------------------------------------
 
-  void binary_into(kernels::BinaryOp op, const Tensor& a_in, const Tensor& b_in, Tensor& y) override {
-    const Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) override {
     CudaDeviceGuard guard(a.device().index);
     cudaStream_t s = cuda_context(a.device()).compute_stream();
     const kernels::BinaryParams p{a.numel(), b.numel(), op};
@@ -51,57 +50,43 @@ class CudaBackend final : public Backend {
     });
   }
 
-  Tensor scale(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void scale(const Tensor& x, double alpha, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "scale", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::scale_cuda<T>(ptr<T>(x), ptr<T>(y), x.numel(), float(alpha), s);
     });
-    return y;
   }
 
-  Tensor broadcast(const Tensor& v_in, const Shape& shape, double alpha) override {
-    const Tensor v = v_in.contiguous();
-    Tensor y = empty_like(v, shape);
+  void broadcast(const Tensor& v, double alpha, Tensor& y) override {
     CudaDeviceGuard guard(v.device().index);
     cudaStream_t s = cuda_context(v.device()).compute_stream();
     dispatch_cuda_float(v.dtype(), "broadcast", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::broadcast_cuda<T>(ptr<T>(v), ptr<T>(y), y.numel(), v.numel(), float(alpha), s);
     });
-    return y;
   }
 
-  Tensor relu_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void relu_forward(const Tensor& x, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "relu", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::relu_forward_cuda<T>(ptr<T>(x), ptr<T>(y), x.numel(), s);
     });
-    return y;
   }
 
-  Tensor relu_backward(const Tensor& y_in, const Tensor& dy_in) override {
-    const Tensor y = y_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dx = empty_like(y, y.shape());
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     CudaDeviceGuard guard(y.device().index);
     cudaStream_t s = cuda_context(y.device()).compute_stream();
     dispatch_cuda_float(y.dtype(), "relu_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::relu_backward_cuda<T>(ptr<T>(y), ptr<T>(dy), ptr<T>(dx), y.numel(), s);
     });
-    return dx;
   }
 
-  Tensor sum_all(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, {});
+  void sum_all(const Tensor& x, double alpha, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
     float* ws = static_cast<float*>(ctx.workspace(kernels::sum_all_workspace_bytes(x.numel())));
@@ -109,42 +94,30 @@ class CudaBackend final : public Backend {
       using T = typename decltype(tag)::type;
       kernels::sum_all_cuda<T>(ptr<T>(x), ptr<T>(y), x.numel(), float(alpha), ws, ctx.compute_stream());
     });
-    return y;
   }
 
-  Tensor sum_rows(const Tensor& x_in, double alpha) override {
-    const Tensor x = x_in.contiguous();
-    const int64_t cols = x.size(-1), rows = x.numel() / cols;
-    Tensor y = empty_like(x, {cols});
+  void sum_rows(const Tensor& x, double alpha, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
+    const int64_t cols = x.size(-1), rows = x.numel() / cols;
     float* ws = static_cast<float*>(ctx.workspace(kernels::sum_rows_workspace_bytes(rows, cols)));
     dispatch_cuda_float(x.dtype(), "sum over all but the last axis", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::sum_rows_cuda<T>(ptr<T>(x), ptr<T>(y), rows, cols, float(alpha), ws, ctx.compute_stream());
     });
-    return y;
   }
 
-  Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) override {
-    const Tensor a = a_in.contiguous(), b = b_in.contiguous();
-    const kernels::GemmParams p = gemm_params(a, b, trans_a, trans_b);
-    Tensor c = empty_like(a, {p.m, p.n});
+  void gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c) override {
     CudaDeviceGuard guard(a.device().index);
     CudaContext& ctx = cuda_context(a.device());
     dispatch_cuda_float(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, ctx.cublas());
     });
-    return c;
   }
 
-  std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits_in, const Tensor& labels_in,
-                                                 double eps) override {
-    const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
-    const DType lt = stat_dtype(logits.dtype());
-    Tensor loss = Tensor::empty({}, lt, logits.device(), "loss");
-    Tensor lse = Tensor::empty({logits.size(0)}, lt, logits.device(), "lse");
+  void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,
+                            Tensor& lse) override {
     CudaDeviceGuard guard(logits.device().index);
     CudaContext& ctx = cuda_context(logits.device());
     const kernels::XentParams p{logits.size(0), logits.size(1), eps};
@@ -154,14 +127,10 @@ class CudaBackend final : public Backend {
       kernels::softmax_xent_forward_cuda<T>(ptr<T>(logits), labels.data<int64_t>(), lse.data<float>(),
                                             loss.data<float>(), p, ws, ctx.compute_stream());
     });
-    return {loss, lse};
   }
 
-  Tensor softmax_xent_backward(const Tensor& logits_in, const Tensor& labels_in, const Tensor& lse_in,
-                               const Tensor& dloss_in, double eps) override {
-    const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous(), lse = lse_in.contiguous();
-    const Tensor dloss = dloss_in.contiguous();
-    Tensor dlogits = empty_like(logits, logits.shape());
+  void softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
+                             double eps, Tensor& dlogits) override {
     CudaDeviceGuard guard(logits.device().index);
     CudaContext& ctx = cuda_context(logits.device());
     const kernels::XentParams p{logits.size(0), logits.size(1), eps};
@@ -170,51 +139,38 @@ class CudaBackend final : public Backend {
       kernels::softmax_xent_backward_cuda<T>(ptr<T>(logits), labels.data<int64_t>(), lse.data<float>(),
                                              dloss.data<float>(), ptr<T>(dlogits), p, ctx.compute_stream());
     });
-    return dlogits;
   }
 
-  // ---- dense convolution (cuDNN) --------------------------------------------------------------------------------
+  // ---- dense convolution (cuDNN) ------------------------------------------------------------------------------------
 
-  Tensor conv2d_forward(const Tensor& x_in, const Tensor& w_in, const kernels::Conv2dParams& p) override {
-    const Tensor x = x_in.contiguous(), w = w_in.contiguous();
-    Tensor y = empty_like(x, {p.n, p.oh(), p.ow(), p.k});
+  void conv2d_forward(const Tensor& x, const Tensor& w, const kernels::Conv2dParams& p, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
     check_cuda_dtype("conv2d", x.dtype());
     kernels::conv2d_forward_cuda(x.data_ptr(), w.data_ptr(), y.data_ptr(), p, x.dtype(), ctx.cudnn(),
                                  workspace_of(ctx));
-    return y;
   }
 
-  Tensor conv2d_backward_data(const Tensor& dy_in, const Tensor& w_in, const kernels::Conv2dParams& p) override {
-    const Tensor dy = dy_in.contiguous(), w = w_in.contiguous();
-    Tensor dx = empty_like(dy, {p.n, p.ih, p.iw, p.c});
+  void conv2d_backward_data(const Tensor& dy, const Tensor& w, const kernels::Conv2dParams& p, Tensor& dx) override {
     CudaDeviceGuard guard(dy.device().index);
     CudaContext& ctx = cuda_context(dy.device());
     check_cuda_dtype("conv2d backward_data", dy.dtype());
     kernels::conv2d_backward_data_cuda(dy.data_ptr(), w.data_ptr(), dx.data_ptr(), p, dy.dtype(), ctx.cudnn(),
                                        workspace_of(ctx));
-    return dx;
   }
 
-  Tensor conv2d_backward_filter(const Tensor& x_in, const Tensor& dy_in, const kernels::Conv2dParams& p) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dw = empty_like(x, {p.k, p.r, p.s, p.c});
+  void conv2d_backward_filter(const Tensor& x, const Tensor& dy, const kernels::Conv2dParams& p, Tensor& dw) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
     check_cuda_dtype("conv2d backward_filter", x.dtype());
     kernels::conv2d_backward_filter_cuda(x.data_ptr(), dy.data_ptr(), dw.data_ptr(), p, x.dtype(), ctx.cudnn(),
                                          workspace_of(ctx));
-    return dw;
   }
 
-  // ---- depthwise convolution (Flash-DWC: FP32 kernels for f32, Flash-DWC-T FP16 kernels for f16) ----------------
+  // ---- depthwise convolution (Flash-DWC: FP32 kernels for f32, Flash-DWC-T FP16 kernels for f16) --------------------
 
-  Tensor dwconv_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
-                        const dwconv::DwconvParams& p) override {
-    const Tensor x = x_in.contiguous(), w = w_in.contiguous();
-    const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
-    Tensor y = empty_like(x, {p.n, p.oh(), p.ow(), p.c});
+  void dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p,
+                      Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     check_cuda_dtype("depthwise_conv2d", x.dtype());
@@ -222,12 +178,9 @@ class CudaBackend final : public Backend {
       dwconv::dwconv_forward_cuda(ptr<__half>(x), ptr<__half>(w), ptr<__half>(bias), ptr<__half>(y), p, s);
     else
       dwconv::dwconv_forward_cuda(ptr<float>(x), ptr<float>(w), ptr<float>(bias), ptr<float>(y), p, s);
-    return y;
   }
 
-  Tensor dwconv_backward_data(const Tensor& dy_in, const Tensor& w_in, const dwconv::DwconvParams& p) override {
-    const Tensor dy = dy_in.contiguous(), w = w_in.contiguous();
-    Tensor dx = empty_like(dy, {p.n, p.ih, p.iw, p.c});
+  void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx) override {
     CudaDeviceGuard guard(dy.device().index);
     cudaStream_t s = cuda_context(dy.device()).compute_stream();
     check_cuda_dtype("depthwise_conv2d backward_data", dy.dtype());
@@ -235,51 +188,38 @@ class CudaBackend final : public Backend {
       dwconv::dwconv_backward_data_cuda(ptr<__half>(dy), ptr<__half>(w), ptr<__half>(dx), p, s);
     else
       dwconv::dwconv_backward_data_cuda(ptr<float>(dy), ptr<float>(w), ptr<float>(dx), p, s);
-    return dx;
   }
 
-  // f16: the FP16 kernels write dW in FP32 (the FP32 master weights' precision); the f16 dW tensor receives it
-  // rounded.
-  Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
-                                dwconv::BfcAccum accum) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dw = empty_like(x, {p.fh, p.fw, p.c});
+  // f16: the FP16 kernels write dW in FP32 (the FP32 master weights' precision); an f16 dW tensor receives it rounded.
+  void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum accum,
+                              Tensor& dw) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     check_cuda_dtype("depthwise_conv2d backward_filter", x.dtype());
     if (x.dtype() != DType::f16) {
       dwconv::dwconv_backward_filter_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(dw), p, s);
-      return dw;
+      return;
     }
-    Tensor dwf = Tensor::empty(dw.shape(), DType::f32, dw.device());
+    Tensor dwf = dw.dtype() == DType::f32 ? dw : Tensor::empty(dw.shape(), DType::f32, dw.device());
     dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dwf), p, accum, s);
-    dw.copy_(dwf);
-    return dw;
+    if (dwf.storage() != dw.storage()) dw.copy_(dwf);
   }
 
-  // ---- normalisation (FP32 statistics) ------------------------------------------------------------------------
+  // ---- normalisation (FP32 statistics) ------------------------------------------------------------------------------
 
-  Tensor layernorm_forward(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta_in, double eps,
-                           NormStats& stats) override {
-    const Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
-    const kernels::NormParams p = rows_c(x, eps);
-    Tensor y = empty_like(x, x.shape());
-    stats.mean = Tensor::empty({p.rows}, stat_dtype(x.dtype()), x.device());
-    stats.rstd = Tensor::empty({p.rows}, stat_dtype(x.dtype()), x.device());
+  void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                         NormStats& stats) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "layer_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::layernorm_forward_cuda<T>(ptr<T>(x), ptr<T>(gamma), ptr<T>(beta), ptr<T>(y), ptr<float>(stats.mean),
-                                         ptr<float>(stats.rstd), p, s);
+                                         ptr<float>(stats.rstd), rows_c(x, eps), s);
     });
-    return y;
   }
 
-  NormGrads layernorm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& gamma_in, const NormStats& stats,
-                               bool need_dx, bool need_params) override {
-    const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), gamma = gamma_in.contiguous();
-    NormGrads g = empty_norm_grads(x, need_dx, need_params);
+  void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats,
+                          NormGrads& g) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
     const kernels::NormParams p = rows_c(x, 1.0);
@@ -290,17 +230,13 @@ class CudaBackend final : public Backend {
                                           ptr<float>(stats.rstd), ptr<T>(g.dx), ptr<T>(g.dgamma), ptr<T>(g.dbeta), p,
                                           ws, ctx.compute_stream());
     });
-    return g;
   }
 
-  NormStats batchnorm_batch_stats(const Tensor& x_in, Tensor& running_mean, Tensor& running_var, double momentum,
-                                  double eps, bool update_running) override {
-    const Tensor x = x_in.contiguous();
-    const kernels::NormParams p = rows_c(x, eps);
-    NormStats stats{Tensor::empty({p.c}, stat_dtype(x.dtype()), x.device()),
-                    Tensor::empty({p.c}, stat_dtype(x.dtype()), x.device())};
+  void batchnorm_batch_stats(const Tensor& x, Tensor& running_mean, Tensor& running_var, double momentum, double eps,
+                             bool update_running, NormStats& stats) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
+    const kernels::NormParams p = rows_c(x, eps);
     float* ws = static_cast<float*>(ctx.workspace(kernels::norm_workspace_bytes(p)));
     const kernels::BatchNormUpdate u{update_running, momentum};
     dispatch_cuda_float(x.dtype(), "batch_norm", [&](auto tag) {
@@ -309,12 +245,10 @@ class CudaBackend final : public Backend {
                                        ptr<float>(running_mean), ptr<float>(running_var), p, u, ws,
                                        ctx.compute_stream());
     });
-    return stats;
   }
 
-  NormStats batchnorm_running_stats(const Tensor& running_mean_in, const Tensor& running_var_in, double eps) override {
-    const Tensor running_mean = running_mean_in.contiguous(), running_var = running_var_in.contiguous();
-    NormStats stats{empty_like(running_mean, running_mean.shape()), empty_like(running_mean, running_mean.shape())};
+  void batchnorm_running_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
+                               NormStats& stats) override {
     CudaDeviceGuard guard(running_mean.device().index);
     cudaStream_t s = cuda_context(running_mean.device()).compute_stream();
     CNN_CHECK(running_mean.dtype() == DType::f32, "batch_norm (eval): expected f32 running statistics on cuda, got ",
@@ -322,13 +256,10 @@ class CudaBackend final : public Backend {
     const kernels::NormParams p{1, running_mean.numel(), eps};
     kernels::batchnorm_eval_stats_cuda(ptr<float>(running_mean), ptr<float>(running_var), ptr<float>(stats.mean),
                                        ptr<float>(stats.rstd), p, s);
-    return stats;
   }
 
-  Tensor batchnorm_apply(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta_in,
-                         const NormStats& stats) override {
-    const Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void batchnorm_apply(const Tensor& x, const Tensor& gamma, const Tensor& beta, const NormStats& stats,
+                       Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "batch_norm", [&](auto tag) {
@@ -336,13 +267,10 @@ class CudaBackend final : public Backend {
       kernels::batchnorm_forward_cuda<T>(ptr<T>(x), ptr<T>(gamma), ptr<T>(beta), ptr<float>(stats.mean),
                                          ptr<float>(stats.rstd), ptr<T>(y), rows_c(x, 1.0), s);
     });
-    return y;
   }
 
-  NormGrads batchnorm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& gamma_in, const NormStats& stats,
-                               bool training, bool need_dx) override {
-    const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), gamma = gamma_in.contiguous();
-    NormGrads g = empty_norm_grads(x, need_dx, true);
+  void batchnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats, bool training,
+                          NormGrads& g) override {
     CudaDeviceGuard guard(x.device().index);
     CudaContext& ctx = cuda_context(x.device());
     const kernels::NormParams p = rows_c(x, 1.0);
@@ -353,38 +281,29 @@ class CudaBackend final : public Backend {
                                           ptr<float>(stats.rstd), ptr<T>(g.dx), ptr<T>(g.dgamma), ptr<T>(g.dbeta), p,
                                           training, ws, ctx.compute_stream());
     });
-    return g;
   }
 
-  // ---- pointwise and pooling ------------------------------------------------------------------------------------
+  // ---- pointwise and pooling ----------------------------------------------------------------------------------------
 
-  Tensor gelu_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void gelu_forward(const Tensor& x, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "gelu", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gelu_forward_cuda<T>(ptr<T>(x), ptr<T>(y), x.numel(), s);
     });
-    return y;
   }
 
-  Tensor gelu_backward(const Tensor& x_in, const Tensor& dy_in) override {
-    const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-    Tensor dx = empty_like(x, x.shape());
+  void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "gelu backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gelu_backward_cuda<T>(ptr<T>(x), ptr<T>(dy), ptr<T>(dx), x.numel(), s);
     });
-    return dx;
   }
 
-  Tensor sample_scale(const Tensor& x_in, const Tensor& scale_in) override {
-    const Tensor x = x_in.contiguous(), scale = scale_in.contiguous();
-    Tensor y = empty_like(x, x.shape());
+  void sample_scale(const Tensor& x, const Tensor& scale, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     const int64_t per = x.size(0) > 0 ? x.numel() / x.size(0) : 0;
@@ -392,46 +311,37 @@ class CudaBackend final : public Backend {
       using T = typename decltype(tag)::type;
       kernels::sample_scale_cuda<T>(ptr<T>(x), ptr<float>(scale), ptr<T>(y), x.size(0), per, s);
     });
-    return y;
   }
 
-  Tensor gap_forward(const Tensor& x_in) override {
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty_like(x, {x.size(0), x.size(3)});
+  void gap_forward(const Tensor& x, Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
     dispatch_cuda_float(x.dtype(), "global_avg_pool", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gap_forward_cuda<T>(ptr<T>(x), ptr<T>(y), x.size(0), x.size(1) * x.size(2), x.size(3), s);
     });
-    return y;
   }
 
-  Tensor gap_backward(const Tensor& dy_in, const Shape& x_shape) override {
-    const Tensor dy = dy_in.contiguous();
-    Tensor dx = empty_like(dy, x_shape);
+  void gap_backward(const Tensor& dy, Tensor& dx) override {
     CudaDeviceGuard guard(dy.device().index);
     cudaStream_t s = cuda_context(dy.device()).compute_stream();
     dispatch_cuda_float(dy.dtype(), "global_avg_pool backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gap_backward_cuda<T>(ptr<T>(dy), ptr<T>(dx), dx.size(0), dx.size(1) * dx.size(2), dx.size(3), s);
     });
-    return dx;
   }
 
-  Tensor drop_scales(const Tensor& uniforms, double keep, DType dtype) override {
-    Tensor scale = Tensor::empty(uniforms.shape(), dtype, uniforms.device());
+  void drop_scales(const Tensor& uniforms, double keep, Tensor& scale) override {
     CudaDeviceGuard guard(uniforms.device().index);
     CNN_CHECK(scale.dtype() == DType::f32, "drop_path: expected f32 scales on cuda, got ", scale.str());
     kernels::drop_scales_cuda(ptr<float>(uniforms), ptr<float>(scale), uniforms.numel(), float(keep),
                               cuda_context(uniforms.device()).compute_stream());
-    return scale;
   }
 };
 
 }  // namespace
 
-Backend& cuda_backend() {
+DeviceBackend& cuda_backend() {
   static CudaBackend backend;
   return backend;
 }

@@ -5,7 +5,7 @@
 
 namespace cnn::backend {
 
-Backend& cuda_backend() {
+DeviceBackend& cuda_backend() {
   throw Error("cuda tensors need a CUDA build, this binary was built without CUDA (CNN_CUDA=OFF)");
 }
 

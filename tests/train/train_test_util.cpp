@@ -12,6 +12,8 @@ namespace fs = std::filesystem;
 
 RunResult run_train(const std::string& args) { return run_command(std::string(CNN_TRAIN_BIN) + " " + args); }
 
+RunResult run_binary(const std::string& binary, const std::string& args) { return run_command(binary + " " + args); }
+
 std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const fs::path dir =

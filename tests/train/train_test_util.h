@@ -13,6 +13,8 @@ namespace cnn::test {
 
 // Runs `cnn-train <args>` with stdout and stderr captured.
 RunResult run_train(const std::string& args);
+// Runs `binary <args>` likewise (cnn-compare, cnn-plot).
+RunResult run_binary(const std::string& binary, const std::string& args);
 
 // A fresh empty folder under the test temp dir, named after the running test.
 std::string scratch_dir();
