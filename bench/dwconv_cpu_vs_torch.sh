@@ -84,9 +84,16 @@ source "$root/bench/run_log.sh"
 cmd="bench/dwconv_cpu_vs_torch.sh --threads $threads --reps $reps --offset $offset --shapes ${shapes[*]}"
 logged_run "$tmp/run.log" "$cmd" measure || exit 1
 # One CSV of both sides' rows (a first column 'side'), and the log.
-{
-  echo "side,$(head -1 "$tmp/ours.csv")"
-  for side in ours torch; do tail -n +2 "$tmp/$side.csv" | sed "s/^/$side,/"; done
-} > "$tmp/both.csv"
+"$py" - "$tmp/ours.csv" "$tmp/torch.csv" "$tmp/both.csv" <<'PY'
+import csv, sys
+sides = {name: list(csv.DictReader(open(path))) for name, path in (('ours', sys.argv[1]), ('torch', sys.argv[2]))}
+fields = ['side'] + list(dict.fromkeys(k for rows in sides.values() for r in rows for k in r))
+with open(sys.argv[3], 'w', newline='') as f:
+    w = csv.DictWriter(f, fields)
+    w.writeheader()
+    for name, rows in sides.items():
+        for r in rows:
+            w.writerow({'side': name, **r})
+PY
 keep_gz "$tmp/both.csv" "$out_dir/dwconv-cpu.csv.gz"
 keep_gz "$tmp/run.log" "$out_dir/dwconv-cpu.log.gz"

@@ -27,7 +27,7 @@ TIMM = {  # our config name -> (timm name, extra create_model arguments)
     "convmixer_768_32": ("convmixer_768_32", {}),
     "convmixer_1536_20": ("convmixer_1536_20", {}),
 }
-LOCAL = ("replknet_31b", "slak_tiny", "slak_tiny_dense")  # bench/torch_models.build(name)
+LOCAL = ("replknet_31b", "slak_tiny", "slak_tiny_dense")  # bench/torch_models.build(name, **overrides)
 
 
 def drop_path_rate(name):
@@ -38,11 +38,11 @@ def drop_path_rate(name):
 
 
 def build_model(name, drop_path=None):
-    """drop_path None: the rate of our config (timm models); local models take their own definition's rate."""
+    """drop_path None: the stochastic-depth rate of our config, so both sides drop the same share of blocks."""
+    rate = drop_path_rate(name) if drop_path is None else drop_path
     if name in TIMM:
         import timm
         timm_name, kwargs = TIMM[name]
-        rate = drop_path_rate(name) if drop_path is None else drop_path
         if rate > 0:
             kwargs = dict(kwargs, drop_path_rate=rate)
         return timm.create_model(timm_name, pretrained=False, num_classes=1000, **kwargs)
@@ -52,7 +52,7 @@ def build_model(name, drop_path=None):
             import torch_models
         except ImportError as e:
             raise RuntimeError(f"{name} needs bench/torch_models (build(name)), which cannot be imported: {e}") from e
-        return torch_models.build(name)
+        return torch_models.build(name, num_classes=1000, drop_path_rate=rate)
     raise ValueError(f"unknown model '{name}' (known: {', '.join(list(TIMM) + list(LOCAL))})")
 
 

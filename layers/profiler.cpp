@@ -135,12 +135,19 @@ StepProfile StepProfiler::summary() const {
   for (auto& [name, row] : caller) tail.push_back(row);
   sort_by_total(tail);
   p.ops.insert(p.ops.end(), tail.begin(), tail.end());
+  std::map<std::string, ProfileRow> types;
   for (auto& [name, row] : layers) {
     auto t = layer_types.find(name);
     row.type = t != layer_types.end() ? t->second : "";
     p.layers.push_back(row);
+    ProfileRow& type = types[row.type.empty() ? row.name : row.type];  // "(autograd)" etc. stand for themselves
+    type.name = row.type.empty() ? row.name : row.type;
+    type.forward_ms += row.forward_ms, type.backward_ms += row.backward_ms, type.other_ms += row.other_ms;
+    type.calls += row.calls;
   }
   sort_by_total(p.layers);
+  for (auto& [name, row] : types) p.types.push_back(row);
+  sort_by_total(p.types);
   return p;
 }
 
@@ -166,6 +173,10 @@ std::string format_profile(const StepProfile& p, size_t max_layers) {
   out += "by op kind (per step; calls = segments per step):\n";
   header("op", "");
   for (const ProfileRow& r : p.ops)
+    line(r.name.c_str(), "", r.forward_ms, r.backward_ms, r.other_ms, r.total_ms(), r.calls);
+  out += "by module type (the layers of each type summed):\n";
+  header("type", "");
+  for (const ProfileRow& r : p.types)
     line(r.name.c_str(), "", r.forward_ms, r.backward_ms, r.other_ms, r.total_ms(), r.calls);
   const size_t shown = std::min(max_layers, p.layers.size());
   std::snprintf(buf, sizeof buf, "by layer (the %zu most expensive of %zu; calls = forward ops per step):\n", shown,

@@ -33,6 +33,7 @@ struct StepProfile {
   double other_ms = 0;                     // outside forward and backward (data, optimizer, ...)
   std::vector<ProfileRow> ops;             // by op kind (forward and backward), then the caller's marks
   std::vector<ProfileRow> layers;          // by module path; "(no module)" and "(autograd)" hold the rest
+  std::vector<ProfileRow> types;           // the layers summed by module type (name = type; calls = layers' calls)
 };
 
 class StepProfiler : public TapeObserver {
@@ -84,7 +85,8 @@ class StepProfiler : public TapeObserver {
   bool in_step_ = false;
 };
 
-// The report cnn-train --profile prints: phases, the op-kind table and the `max_layers` most expensive layers.
+// The report cnn-train --profile prints: phases, the op-kind and module-type tables and the `max_layers` most
+// expensive layers.
 std::string format_profile(const StepProfile& p, size_t max_layers);
 
 }  // namespace cnn

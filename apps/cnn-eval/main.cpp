@@ -112,10 +112,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Evaluate a checkpoint (top-1, top-5, loss; JSON on stdout); see docs/models.md"};
   Options o;
-  app.add_option("--model", o.model, "model name in configs/models or a model YAML path")->required();
-  app.add_option("--checkpoint", o.checkpoint, "safetensors state dict (cnn, timm or reference names)")
-      ->required()
-      ->type_name("FILE");
+  cnn::apps::add_model_flags(app, o.model, o.checkpoint);
   cnn::eval::add_data_flags(app, o.data);
   app.add_option("--device", o.device, "cpu | cuda | cuda:N | auto [auto]");
   app.add_flag("--amp", o.amp, "FP16 compute (CUDA)");

@@ -51,10 +51,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Export a checkpoint (reference names, F32), optionally re-parameterised; see docs/models.md"};
   Options o;
-  app.add_option("--model", o.model, "model name in configs/models or a model YAML path")->required();
-  app.add_option("--checkpoint", o.checkpoint, "safetensors state dict (cnn, timm or reference names)")
-      ->required()
-      ->type_name("FILE");
+  cnn::apps::add_model_flags(app, o.model, o.checkpoint);
   app.add_option("--out", o.out, "output safetensors file")->required()->type_name("FILE");
   app.add_flag("--reparam", o.reparam, "RepLKNet / SLaK: merge each block's kernels and BNs into one (deploy form)");
   return cnn::apps::run_cli(app, argc, argv, "cnn-export", [&] { return run(o); });

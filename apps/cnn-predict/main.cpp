@@ -106,10 +106,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Top-k classes of images under a checkpoint; see docs/models.md"};
   Options o;
-  app.add_option("--model", o.model, "model name in configs/models or a model YAML path")->required();
-  app.add_option("--checkpoint", o.checkpoint, "safetensors state dict (cnn, timm or reference names)")
-      ->required()
-      ->type_name("FILE");
+  cnn::apps::add_model_flags(app, o.model, o.checkpoint);
   app.add_option("images", o.images, "image files (JPEG, PNG)")->required();
   app.add_option("--top", o.top, "classes shown per image [5]");
   app.add_option("--crop-pct", o.crop_pct, "resize the short side to floor(size / crop_pct), then crop [0.875]");

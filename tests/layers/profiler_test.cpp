@@ -89,6 +89,10 @@ TEST(StepProfiler, TablesSumToTheStepAndNameEveryOpKindAndLayer) {
   EXPECT_NEAR(p.forward_ms + p.backward_ms + p.other_ms, p.step_ms, tol);
   EXPECT_NEAR(sum_totals(p.ops), p.step_ms, tol);
   EXPECT_NEAR(sum_totals(p.layers), p.step_ms, tol);
+  EXPECT_NEAR(sum_totals(p.types), p.step_ms, tol);
+  const ProfileRow* bn_type = find(p.types, "BatchNorm2d");
+  ASSERT_NE(bn_type, nullptr);
+  EXPECT_DOUBLE_EQ(bn_type->calls, 1.0);  // the one BatchNorm2d layer
 
   std::set<std::string> ops;
   for (const ProfileRow& r : p.ops) ops.insert(r.name);

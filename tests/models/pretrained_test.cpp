@@ -82,12 +82,14 @@ TEST(Pretrained, OtherClassCountKeepsTheInitialisedClassifier) {
 
 TEST(Pretrained, ShapeMismatchNamesTensorAndBothShapes) {
   test::TempDir dir("pretrained_shape");
-  auto source = model_named("convnext_tiny_k9", 1);
+  ModelConfig k9 = load_model_config(resolve_model_config("convnext_nano_fmnist", test::models_dir()));
+  std::get<ConvNeXtConfig>(k9).stages[0].kernel_size = 9;
+  auto source = build_model(k9);
   save_checkpoint(dir.file("k9.safetensors"), *source);
-  auto target = model_named("convnext_tiny", 2);
+  auto target = model_named("convnext_nano_fmnist", 2);
   const std::string msg = message_of([&] { load_pretrained(*target, dir.file("k9.safetensors")); });
   EXPECT_NE(msg.find("k9.safetensors"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("stages.0.blocks.0.conv_dw.weight (expected f32 (96, 1, 7, 7), got f32 (96, 1, 9, 9))"),
+  EXPECT_NE(msg.find("stages.0.blocks.0.conv_dw.weight (expected f32 (32, 1, 7, 7), got f32 (32, 1, 9, 9))"),
             std::string::npos)
       << msg;
 }

@@ -2,6 +2,7 @@
 // asymmetric padding, sizes given or derived), and every error path as one line naming the tensor or flag.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
