@@ -18,19 +18,6 @@
 namespace cnn::bench {
 namespace {
 
-class Stream {
- public:
-  // A blocking stream: the synchronous cudaMemcpy uploads (legacy default stream) are ordered before its work.
-  Stream() { CNN_CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
 void require_device() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -56,10 +43,11 @@ void print_header(const BenchOptions& opts) {
             << " runs (CUDA events), inputs rotated past 2x L2; seeds x " << kXSeed << ", dy " << kDySeed << ", w "
             << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance (max rel) " << check_tolerance()
             << (opts.dtype == DType::f16
-                    ? str_cat(" (f16 fwd/bdc: + ", check_tolerance(opts.dtype, dwconv::DwconvOp::forward,
-                                                                  opts.bfc_accum, 1) - check_tolerance(),
-                              " per filter tap, tensor-core accumulation; bfc ",
-                              check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
+                    ? str_cat(
+                          " (f16 fwd/bdc: + ",
+                          check_tolerance(opts.dtype, dwconv::DwconvOp::forward, opts.bfc_accum, 1) - check_tolerance(),
+                          " per filter tap, tensor-core accumulation; bfc ",
+                          check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
                     : std::string())
             << (opts.check ? "" : " (check off)")
             << (!opts.cudnn                               ? "; cuDNN off"
@@ -130,8 +118,7 @@ bool all_passed(const std::vector<Row>& rows, const BenchOptions& opts) {
   bool ok = true;
   for (const Row& r : rows) {
     const bool bad = !r.error.empty() || (r.has_check && !(r.max_rel_err <= r.tolerance)) ||
-                     (r.has_cudnn_check && !r.has_cudnn_ok) ||
-                     (opts.cudnn && r.error.empty() && !r.has_cudnn);
+                     (r.has_cudnn_check && !r.has_cudnn_ok) || (opts.cudnn && r.error.empty() && !r.has_cudnn);
     if (bad) std::cout << "problem: " << r.op << ' ' << r.map << " F=" << r.filter << '\n';
     ok = ok && !bad;
   }

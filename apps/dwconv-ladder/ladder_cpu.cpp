@@ -1,7 +1,9 @@
 // CPU mode of dwconv-ladder: the CPU pair (teach forward_naive_cpu, then the vectorized backend dwconv_forward_cpu)
-// per filter, timed (std::chrono, median) and checked against the FP64 reference of the whole batch, with the
+// per filter, timed (std::chrono, fastest run) and checked against the FP64 reference of the whole batch, with the
 // copy (parallel memcpy) and SGEMM (OpenBLAS) ceilings measured in the same run; then the backward examples of the
 // tutorial: backward-data as a flipped forward, backward-filter split and accumulated in FP32, FP16 and hybrid.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,10 +11,8 @@
 #include <functional>
 #include <iostream>
 #include <map>
-#include <random>
 
-#include <omp.h>
-
+#include "apps/dwconv-bench/device_buffer.h"
 #include "apps/dwconv-bench/roofline_baselines.h"
 #include "apps/dwconv-ladder/ladder_modes.h"
 #include "apps/dwconv-ladder/ladder_reference.h"
@@ -25,20 +25,13 @@ namespace {
 
 using dwconv::DwconvParams;
 
-std::vector<float> uniform(int64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float& e : v) e = dist(rng);
-  return v;
-}
-
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// One untimed run, then runs until the budget is spent (3 at least, max_reps at most); the median.
-double time_median_ms(const std::function<void()>& run, const LadderOptions& opts, int& reps) {
+// One untimed run, then runs until the budget is spent (3 at least, max_reps at most); the fastest. On a CPU shared
+// with other work the median carries their load; the fastest run is the one least disturbed.
+double time_best_ms(const std::function<void()>& run, const LadderOptions& opts, int& reps) {
   double t0 = now_ms();
   run();
   reps = reps_for(now_ms() - t0, opts.budget_ms, opts.reps);
@@ -48,8 +41,7 @@ double time_median_ms(const std::function<void()>& run, const LadderOptions& opt
     run();
     ms.push_back(now_ms() - t0);
   }
-  std::sort(ms.begin(), ms.end());
-  return reps % 2 ? ms[size_t(reps / 2)] : 0.5 * (ms[size_t(reps / 2 - 1)] + ms[size_t(reps / 2)]);
+  return *std::min_element(ms.begin(), ms.end());
 }
 
 // Ceilings on this machine, cached per size: every thread copying its slice of `bytes / 2`, and OpenBLAS SGEMM.
@@ -71,7 +63,7 @@ struct CpuCeilings {
       }
     };
     int reps = 0;
-    const double ms = time_median_ms(run, opts, reps);
+    const double ms = time_best_ms(run, opts, reps);
     return copy_gbps[moved_bytes] = double(2 * n * sizeof(float)) / (ms * 1e-3) / 1e9;
   }
 
@@ -79,12 +71,12 @@ struct CpuCeilings {
     const int m = bench::RooflineBaselines::gemm_size_for(flops);
     auto it = sgemm_tflops.find(m);
     if (it != sgemm_tflops.end()) return it->second;
-    const std::vector<float> a = uniform(int64_t(m) * m, 11), b = uniform(int64_t(m) * m, 12);
+    const std::vector<float> a = bench::host_uniform(int64_t(m) * m, 11), b = bench::host_uniform(int64_t(m) * m, 12);
     std::vector<float> c(size_t(m) * m);
     kernels::GemmParams g;
     g.m = g.n = g.k = g.lda = g.ldb = g.ldc = m;
     int reps = 0;
-    const double ms = time_median_ms([&] { kernels::gemm_cpu(a.data(), b.data(), c.data(), g); }, opts, reps);
+    const double ms = time_best_ms([&] { kernels::gemm_cpu(a.data(), b.data(), c.data(), g); }, opts, reps);
     return sgemm_tflops[m] = 2.0 * m * m * double(m) / (ms * 1e-3) / 1e12;
   }
 };
@@ -92,12 +84,14 @@ struct CpuCeilings {
 void cpu_forward_rows(const LadderOptions& opts, CpuCeilings& ceilings, std::vector<LadderRow>& rows) {
   for (int f : opts.filters) {
     const DwconvParams p = bench::same_padding_params(opts.map, f, 1);
-    const std::vector<float> x = uniform(p.x_elems(), 1), w = uniform(p.w_elems(), 3 + uint64_t(f));
+    const std::vector<float> x = bench::host_uniform(p.x_elems(), 1),
+                             w = bench::host_uniform(p.w_elems(), 3 + uint64_t(f));
     // The whole batch is checked: image by image against the FP64 reference of that image.
     std::vector<ImageZeroReference> refs;
     const int64_t image = p.x_elems() / p.n;
     for (int n = 0; n < p.n; ++n)
-      refs.push_back(image_zero_reference(std::vector<float>(x.begin() + n * image, x.begin() + (n + 1) * image), w, p));
+      refs.push_back(
+          image_zero_reference(std::vector<float>(x.begin() + n * image, x.begin() + (n + 1) * image), w, p));
     std::vector<double> ref, tol;
     for (const auto& r : refs) {
       ref.insert(ref.end(), r.y.begin(), r.y.end());
@@ -113,8 +107,8 @@ void cpu_forward_rows(const LadderOptions& opts, CpuCeilings& ceilings, std::vec
       LadderRow row;
       row.device = "cpu", row.map = opts.map.str(), row.filter = f, row.rung = str_cat("cpu-", number++);
       row.name = name, row.dtype = "f32";
-      row.ms = time_median_ms([&] { fn(y.data()); }, opts, row.reps);
-      row.copy_gbps = ceilings.copy(size_t(forward_bytes(p, 4)));
+      row.ms = time_best_ms([&] { fn(y.data()); }, opts, row.reps);
+      row.copy_gbps = ceilings.copy(size_t(p.x_elems() + p.y_elems()) * 4);  // one copy size for every filter
       row.sgemm_tflops = ceilings.sgemm(p.flops());
       fill_roofline(row, p, 4);
       check_against(row, y, ref, tol);
@@ -136,7 +130,7 @@ double max_rel_error(const std::vector<float>& got, const std::vector<double>& r
 void backward_examples() {
   DwconvParams p;  // backward-data: 2 x 17 x 17 x 8, 7x7 filter, asymmetric padding
   p.n = 2, p.ih = p.iw = 17, p.c = 8, p.fh = p.fw = 7, p.pad_top = 3, p.pad_bottom = 2, p.pad_left = 1, p.pad_right = 4;
-  const std::vector<float> dy = uniform(p.y_elems(), 21), w = uniform(p.w_elems(), 22);
+  const std::vector<float> dy = bench::host_uniform(p.y_elems(), 21), w = bench::host_uniform(p.w_elems(), 22);
   std::vector<float> dx(size_t(p.x_elems()));
   teach::backward_data_as_flipped_forward(dy.data(), w.data(), dx.data(), p);
   std::vector<double> ref(dx.size());
@@ -149,7 +143,7 @@ void backward_examples() {
 
   DwconvParams q;  // backward-filter: one channel, 16 images of 32 x 32, 3x3: 16384 products per tap
   q.n = 16, q.ih = q.iw = 32, q.c = 1, q.fh = q.fw = 3, q.pad_top = q.pad_bottom = q.pad_left = q.pad_right = 1;
-  std::vector<float> x = uniform(q.x_elems(), 31), g = uniform(q.y_elems(), 32);
+  std::vector<float> x = bench::host_uniform(q.x_elems(), 31), g = bench::host_uniform(q.y_elems(), 32);
   for (float& v : x) v = half_bits_to_float(float_to_half_bits(v));  // FP16 data, as in mixed-precision training
   for (float& v : g) v = half_bits_to_float(float_to_half_bits(v));
   std::vector<double> dw_ref(size_t(q.w_elems()));
@@ -179,7 +173,7 @@ int reps_for(double probe_ms, double budget_ms, int max_reps) {
 
 void run_cpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
   std::cout << "cpu: " << omp_get_max_threads() << " OpenMP threads; map " << opts.map.str()
-            << " (NHWC), 'same' padding, stride 1; median of up to " << opts.reps << " runs\n";
+            << " (NHWC), 'same' padding, stride 1; fastest of up to " << opts.reps << " runs\n";
   CpuCeilings ceilings{opts, {}, {}};
   print_header(std::cout, false);
   cpu_forward_rows(opts, ceilings, rows);

@@ -31,18 +31,6 @@ constexpr uint64_t kXSeed = uint64_t(1) << 32;  // dwconv-bench's seeds: the sam
 constexpr uint64_t kWSeed = uint64_t(3) << 32;  // + filter size
 constexpr double kCudnnProbeBudgetMs = 3000;    // probe time cuDNN's candidates of one (filter, dtype) may spend
 
-class Stream {
- public:
-  Stream() { CNN_CUDA_CHECK(cudaStreamCreate(&stream_)); }  // blocking: ordered after the synchronous uploads
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
 // Everything one filter's rows share: the map's inputs of both dtypes and outputs (the same for every filter),
 // the filter, the FP64 references of image 0.
 struct FilterPoint {
@@ -133,9 +121,9 @@ void run_production(const GpuContext& ctx, const FilterPoint& fp, std::vector<La
   const bench::RunFn run32 = [&](int i) {
     dwconv::dwconv_forward_cuda(fp.x32.slice(i), fp.w32.f32(), nullptr, fp.y32.f32(), fp.p, ctx.stream);
   };
-  add(rows, measure(ctx, fp, base_row(fp, ctx.opts, "prod", dwconv::dwconv_path_name(dwconv::DwconvOp::forward, fp.p),
-                                      false),
-                    run32, false));
+  add(rows,
+      measure(ctx, fp, base_row(fp, ctx.opts, "prod", dwconv::dwconv_path_name(dwconv::DwconvOp::forward, fp.p), false),
+              run32, false));
   const bench::RunFn run16 = [&](int i) {
     dwconv::dwconv_forward_cuda(fp.x16.slice_f16(i), fp.w16.f16(), nullptr, fp.y16.f16(), fp.p, ctx.stream);
   };
@@ -159,13 +147,14 @@ void run_cudnn(const GpuContext& ctx, const FilterPoint& fp, bool f16, std::vect
   std::unique_ptr<bench::CudnnEngines> engines;
   std::vector<bench::CudnnCandidate> candidates;
   try {
-    engines = std::make_unique<bench::CudnnEngines>(*ctx.cudnn, fp.p, dwconv::DwconvOp::forward, data,
-                                                    CUDNN_DATA_FLOAT);
+    engines =
+        std::make_unique<bench::CudnnEngines>(*ctx.cudnn, fp.p, dwconv::DwconvOp::forward, data, CUDNN_DATA_FLOAT);
     candidates = engines->candidates(bench::cudnn_workspace_cap());
   } catch (const Error& e) {
     std::cout << "  cudnn engines: graph refused: " << e.what() << '\n';
   }
-  for (bench::CudnnCandidate& c : bench::legacy_candidates(conv, dwconv::DwconvOp::forward, bench::cudnn_workspace_cap()))
+  for (bench::CudnnCandidate& c :
+       bench::legacy_candidates(conv, dwconv::DwconvOp::forward, bench::cudnn_workspace_cap()))
     candidates.push_back(std::move(c));
   const bench::OperandsFn operands = [&](int i) {
     return bench::CudnnOperands{f16 ? fp.x16.raw(i) : fp.x32.raw(i), w_dev.get(), y.get()};
@@ -176,8 +165,8 @@ void run_cudnn(const GpuContext& ctx, const FilterPoint& fp, bool f16, std::vect
     check_against(probe, image_zero_output(y, fp.p, f16), ref.y, f16 ? ref.tol_f16 : ref.tol_f32);
     return bench::CandidateCheck{probe.max_err_ratio <= 1.0, probe.max_rel_err, 0.0};
   };
-  const bench::CudnnResult result = bench::bench_candidates(candidates, operands, 1, ctx.opts.reps, ctx.stream, 0,
-                                                            kCudnnProbeBudgetMs, check);
+  const bench::CudnnResult result =
+      bench::bench_candidates(candidates, operands, 1, ctx.opts.reps, ctx.stream, 0, kCudnnProbeBudgetMs, check);
   const bench::TimedCandidate* best = nullptr;
   for (const bench::TimedCandidate& c : result.timed)
     if (c.checked && c.check.passed && (best == nullptr || c.timing.median_ms < best->timing.median_ms)) best = &c;
@@ -210,14 +199,15 @@ void run_gpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
   CNN_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::cout << "device: " << prop.name << ", " << prop.multiProcessorCount << " SMs; map " << opts.map.str()
             << " (NHWC), 'same' padding, stride 1; median of up to " << opts.reps << " runs (CUDA events)\n";
-  Stream stream;
+  bench::Stream stream;
   bench::RooflineBaselines roofline(stream.get(), 2, opts.reps);
   std::unique_ptr<bench::CudnnHandle> cudnn;
   if (opts.cudnn) cudnn = std::make_unique<bench::CudnnHandle>(stream.get());
   const GpuContext ctx{opts, stream.get(), roofline, cudnn.get()};
   print_header(std::cout, true);
   const DwconvParams map = bench::same_padding_params(opts.map, 1, 1);  // 'same' padding keeps Y the size of X
-  const RotatedTensor x32 = bench::make_rotated(map.x_elems(), bench::rotation_count(size_t(map.x_elems()) * 4), kXSeed);
+  const RotatedTensor x32 =
+      bench::make_rotated(map.x_elems(), bench::rotation_count(size_t(map.x_elems()) * 4), kXSeed);
   const RotatedTensor x16 =
       bench::make_rotated(map.x_elems(), bench::rotation_count(size_t(map.x_elems()) * 2), kXSeed, DType::f16);
   const DeviceBuffer y32(size_t(map.y_elems()) * 4), y16(size_t(map.y_elems()) * 2);

@@ -56,9 +56,10 @@ void check_against(LadderRow& row, const std::vector<float>& got, const std::vec
 
 void print_header(std::ostream& os, bool gpu) {
   os << std::left << std::setw(4) << "dev" << std::setw(6) << "F" << std::setw(7) << "rung" << std::setw(34) << "name"
-     << std::setw(5) << "type" << std::right << std::setw(10) << "ms" << std::setw(9) << (gpu ? "TFLOP/s" : "GFLOP/s") << std::setw(9)
-     << "MB" << std::setw(8) << "FLOP/B" << std::setw(9) << "GB/s" << std::setw(8) << "%copy" << std::setw(8)
-     << "%sgemm" << std::setw(11) << "max rel" << "  check\n";
+     << std::setw(5) << "type" << std::right << std::setw(10) << "ms" << std::setw(9) << (gpu ? "TFLOP/s" : "GFLOP/s")
+     << std::setw(9) << "MB" << std::setw(8) << "FLOP/B" << std::setw(9) << "GB/s" << std::setw(8) << "%copy"
+     << std::setw(8) << "%sgemm" << std::setw(11) << "max rel"
+     << "  check\n";
 }
 
 void print_row(std::ostream& os, const LadderRow& r) {
@@ -70,18 +71,20 @@ void print_row(std::ostream& os, const LadderRow& r) {
   }
   const bool gpu = r.device == "gpu";
   os << std::fixed << std::setprecision(3) << std::setw(10) << r.ms << std::setprecision(2) << std::setw(9)
-     << (gpu ? r.tflops : 1e3 * r.tflops) << std::setprecision(1) << std::setw(9) << r.bytes / 1e6 << std::setprecision(2) << std::setw(8)
-     << r.intensity << std::setprecision(gpu ? 0 : 2) << std::setw(9) << r.gbps << std::setprecision(1) << std::setw(8)
-     << 100 * r.frac_copy << std::setw(8) << 100 * r.frac_sgemm << std::scientific << std::setprecision(2)
-     << std::setw(11) << r.max_rel_err << std::defaultfloat << "  " << (r.error.empty() ? "ok" : r.error) << '\n';
+     << (gpu ? r.tflops : 1e3 * r.tflops) << std::setprecision(1) << std::setw(9) << r.bytes / 1e6
+     << std::setprecision(2) << std::setw(8) << r.intensity << std::setprecision(gpu ? 0 : 2) << std::setw(9) << r.gbps
+     << std::setprecision(1) << std::setw(8) << 100 * r.frac_copy << std::setw(8) << 100 * r.frac_sgemm
+     << std::scientific << std::setprecision(2) << std::setw(11) << r.max_rel_err << std::defaultfloat << "  "
+     << (r.error.empty() ? "ok" : r.error) << '\n';
 }
 
 void print_ceilings(std::ostream& os, const std::vector<LadderRow>& rows) {
   for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
     if (it->ms <= 0 || it->dtype != "f32") continue;
-    os << "ceilings (" << it->filter << "x" << it->filter << ", FP32 bytes and FLOPs): "
-       << (it->device == "gpu" ? "device-to-device copy " : "parallel memcpy ") << it->copy_gbps << " GB/s, "
-       << (it->device == "gpu" ? "cuBLAS" : "OpenBLAS") << " SGEMM " << it->sgemm_tflops << " TFLOP/s\n";
+    os << "ceilings (" << it->filter << "x" << it->filter
+       << ", FP32 bytes and FLOPs): " << (it->device == "gpu" ? "device-to-device copy " : "parallel memcpy ")
+       << it->copy_gbps << " GB/s, " << (it->device == "gpu" ? "cuBLAS" : "OpenBLAS") << " SGEMM " << it->sgemm_tflops
+       << " TFLOP/s\n";
     return;
   }
 }
@@ -108,11 +111,11 @@ void write_csv(const std::string& path, const std::vector<LadderRow>& rows) {
     for (const LadderRow& r : rows) {
       const bool timed = r.ms > 0;
       auto num = [&](double v) { return timed ? str_cat(v) : std::string(); };
-      f << r.device << ',' << r.map << ',' << r.filter << ',' << r.rung << ',' << csv_field(r.name) << ','
-        << r.dtype << ',' << num(r.ms) << ',' << r.reps << ',' << num(r.tflops) << ',' << num(r.bytes) << ','
-        << num(r.intensity) << ',' << num(r.gbps) << ',' << num(r.copy_gbps) << ',' << num(r.frac_copy) << ','
-        << num(r.sgemm_tflops) << ',' << num(r.frac_sgemm) << ',' << (r.checked ? str_cat(r.max_rel_err) : "")
-        << ',' << (r.checked ? str_cat(r.max_err_ratio) : "") << ',' << csv_field(r.error) << '\n';
+      f << r.device << ',' << r.map << ',' << r.filter << ',' << r.rung << ',' << csv_field(r.name) << ',' << r.dtype
+        << ',' << num(r.ms) << ',' << r.reps << ',' << num(r.tflops) << ',' << num(r.bytes) << ',' << num(r.intensity)
+        << ',' << num(r.gbps) << ',' << num(r.copy_gbps) << ',' << num(r.frac_copy) << ',' << num(r.sgemm_tflops) << ','
+        << num(r.frac_sgemm) << ',' << (r.checked ? str_cat(r.max_rel_err) : "") << ','
+        << (r.checked ? str_cat(r.max_err_ratio) : "") << ',' << csv_field(r.error) << '\n';
     }
     f.flush();
     CNN_CHECK(f.good(), "--out: write to '", tmp, "' failed");

@@ -15,20 +15,20 @@ struct LadderRow {
   std::string device;  // "gpu" or "cpu"
   std::string map;     // NxHxWxC
   int filter = 0;
-  std::string rung;    // "1".."6", "cpu-1", "cpu-2", "prod", "cudnn"
-  std::string name;    // rung name, production path or cuDNN algorithm
-  std::string dtype;   // "f32", "f16"
-  std::string error;   // non-empty: skipped or failed (reason); the numbers are not valid
+  std::string rung;   // "1".."6", "cpu-1", "cpu-2", "prod", "cudnn"
+  std::string name;   // rung name, production path or cuDNN algorithm
+  std::string dtype;  // "f32", "f16"
+  std::string error;  // non-empty: skipped or failed (reason); the numbers are not valid
   double ms = 0;
   int reps = 0;
   double tflops = 0;
-  double bytes = 0;      // compulsory traffic: X + W read once, Y written once, at the rung's element size
-  double intensity = 0;  // FLOP per compulsory byte
-  double gbps = 0;       // bytes / time (1e9)
-  double copy_gbps = 0;  // copy ceiling: device-to-device (GPU) or parallel memcpy (CPU) moving `bytes`
-  double frac_copy = 0;  // gbps / copy_gbps
-  double sgemm_tflops = 0;  // SGEMM ceiling (cuBLAS / OpenBLAS, FP32) sized to the op's FLOPs
-  double frac_sgemm = 0;    // tflops / sgemm_tflops
+  double bytes = 0;          // compulsory traffic: X + W read once, Y written once, at the rung's element size
+  double intensity = 0;      // FLOP per compulsory byte
+  double gbps = 0;           // bytes / time (1e9)
+  double copy_gbps = 0;      // copy ceiling: device-to-device (GPU) or parallel memcpy (CPU) moving `bytes`
+  double frac_copy = 0;      // gbps / copy_gbps
+  double sgemm_tflops = 0;   // SGEMM ceiling (cuBLAS / OpenBLAS, FP32) sized to the op's FLOPs
+  double frac_sgemm = 0;     // tflops / sgemm_tflops
   double max_err_ratio = 0;  // max over checked outputs of |got - ref| / tolerance: <= 1 passes
   double max_rel_err = 0;    // max |got - ref| / max(|ref|, 1e-3 mean|ref|), for the table
   bool checked = false;

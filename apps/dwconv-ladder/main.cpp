@@ -3,7 +3,6 @@
 // production kernels and cuDNN at the end (--device gpu), or the CPU pair and the backward examples (--device cpu).
 // Walkthrough and numbers: docs/tutorial/dwconv.md; the roofline plot: teach/dwconv/plot_roofline.sh.
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <iostream>
 
@@ -21,7 +20,8 @@ int run(int argc, char** argv) {
   cnn::ladder::LadderOptions opts;
   app.add_option("--device", device, "gpu: the six GPU rungs, production and cuDNN; cpu: the CPU pair")
       ->capture_default_str();
-  app.add_option("--map", map, cnn::str_cat("feature map NxHxWxC (default ", kGpuMap, " on gpu, ", kCpuMap, " on cpu)"));
+  app.add_option("--map", map,
+                 cnn::str_cat("feature map NxHxWxC (default ", kGpuMap, " on gpu, ", kCpuMap, " on cpu)"));
   app.add_option("--filters", filters, "comma-separated odd square filter sizes")->capture_default_str();
   app.add_option("--reps", opts.reps, "timed runs per rung at most (the median is reported)")
       ->capture_default_str()
@@ -38,8 +38,8 @@ int run(int argc, char** argv) {
   }
   CNN_CHECK(device == "gpu" || device == "cpu", "--device: expected gpu or cpu, got '", device, "'");
   opts.gpu = device == "gpu";
-  const std::vector<cnn::bench::MapShape> maps = cnn::bench::parse_maps(map.empty() ? (opts.gpu ? kGpuMap : kCpuMap)
-                                                                                   : map);
+  const std::vector<cnn::bench::MapShape> maps =
+      cnn::bench::parse_maps(map.empty() ? (opts.gpu ? kGpuMap : kCpuMap) : map);
   CNN_CHECK(maps.size() == 1, "--map: expected one NxHxWxC map, got ", maps.size());
   opts.map = maps[0];
   opts.filters = cnn::bench::parse_filters(filters);

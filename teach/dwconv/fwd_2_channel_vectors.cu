@@ -42,8 +42,8 @@ void forward_channel_vectors_cuda(const float* x, const float* w, float* y, cons
   constexpr int kThreads = 256;
   const int64_t blocks = (p.y_elems() / 4 + kThreads - 1) / kThreads;
   forward_channel_vectors_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(
-      reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w), reinterpret_cast<float4*>(y), p,
-      p.oh(), p.ow());
+      reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w), reinterpret_cast<float4*>(y), p, p.oh(),
+      p.ow());
   CNN_CHECK_LAUNCH("teach forward_channel_vectors_kernel");
 }
 

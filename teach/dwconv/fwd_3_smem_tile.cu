@@ -12,10 +12,9 @@ namespace {
 constexpr int kTileH = 8, kTileW = 32, kQuads = 8;  // 8 float4 channel groups = 32 channels per block
 constexpr int kThreads = kTileW * kQuads;           // thread = (column, channel group)
 
-__global__ void __launch_bounds__(kThreads) forward_smem_tile_kernel(const float4* __restrict__ x,
-                                                                     const float4* __restrict__ w,
-                                                                     float4* __restrict__ y, DwconvParams p,
-                                                                     int out_h, int out_w, int tiles_w) {
+__global__ void __launch_bounds__(kThreads)
+    forward_smem_tile_kernel(const float4* __restrict__ x, const float4* __restrict__ w, float4* __restrict__ y,
+                             DwconvParams p, int out_h, int out_w, int tiles_w) {
   extern __shared__ float4 tile[];  // [kTileH][kTileW + FW - 1][kQuads]
   const int groups = p.c / 4, span = kTileW + p.fw - 1;
   const int q = threadIdx.x % kQuads, col = threadIdx.x / kQuads;
@@ -61,8 +60,8 @@ void forward_smem_tile_cuda(const float* x, const float* w, float* y, const Dwco
   const int tiles_w = ceil_div(p.ow(), kTileW);
   const dim3 grid(unsigned(p.n * ceil_div(p.oh(), kTileH) * tiles_w), unsigned(ceil_div(p.c / 4, kQuads)));
   const size_t smem = smem_bytes(p);
-  CNN_CUDA_CHECK(cudaFuncSetAttribute(forward_smem_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(smem)));
+  CNN_CUDA_CHECK(
+      cudaFuncSetAttribute(forward_smem_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   forward_smem_tile_kernel<<<grid, kThreads, smem, stream>>>(reinterpret_cast<const float4*>(x),
                                                              reinterpret_cast<const float4*>(w),
                                                              reinterpret_cast<float4*>(y), p, p.oh(), p.ow(), tiles_w);

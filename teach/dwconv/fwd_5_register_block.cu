@@ -10,8 +10,7 @@ std::string forward_register_block_unsupported(const DwconvParams& p, const void
   return gemv_unsupported(p, x, w, y);
 }
 
-void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p,
-                                 cudaStream_t stream) {
+void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream) {
   launch_gemv_row<16>("teach forward_register_block", x, w, y, p, stream);
 }
 

@@ -33,13 +33,11 @@ __device__ __forceinline__ uint32_t pack(__half lo, __half hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-__global__ void __launch_bounds__(kThreads) forward_tensor_core_kernel(const __half* __restrict__ x,
-                                                                       const __half* __restrict__ w,
-                                                                       __half* __restrict__ y, DwconvParams p,
-                                                                       int out_h, int out_w, int tiles_w,
-                                                                       TileLayout L) {
+__global__ void __launch_bounds__(kThreads)
+    forward_tensor_core_kernel(const __half* __restrict__ x, const __half* __restrict__ w, __half* __restrict__ y,
+                               DwconvParams p, int out_h, int out_w, int tiles_w, TileLayout L) {
   extern __shared__ __align__(16) __half smem[];
-  __half* planes = smem;                                         // [2][kChannels][rows][cols], copy 1 shifted by 1
+  __half* planes = smem;                                          // [2][kChannels][rows][cols], copy 1 shifted by 1
   __half* taps = smem + size_t(2) * kChannels * L.rows * L.cols;  // [kChannels][FH][9 * frags], zero past FW
   const int tap_row = kFrag * L.frags, c0 = blockIdx.y * kChannels, tiles_h = (out_h + kTile - 1) / kTile;
   const int n = blockIdx.x / (tiles_h * tiles_w);
@@ -63,9 +61,9 @@ __global__ void __launch_bounds__(kThreads) forward_tensor_core_kernel(const __h
     for (int c = 0; c < kChannels; ++c) taps[(c * p.fh + r) * tap_row + j] = h[c];
   }
   __syncthreads();
-  const int warp = threadIdx.x / 32, gr = threadIdx.x % 32 / 4, gc = threadIdx.x % 4;  // MMA fragment row / pair
+  const int warp = threadIdx.x / 32, gr = threadIdx.x % 32 / 4, gc = threadIdx.x % 4;    // MMA fragment row / pair
   const int band[4] = {2 * gc - gr, 2 * gc + 1 - gr, 2 * gc + 8 - gr, 2 * gc + 9 - gr};  // k - n of this lane's B
-  float acc[2][2][4] = {};                                                                // [channel][half][c0..c3]
+  float acc[2][2][4] = {};                                                               // [channel][half][c0..c3]
 #pragma unroll
   for (int ci = 0; ci < 2; ++ci) {
     const int c = 2 * warp + ci;
@@ -121,15 +119,14 @@ std::string forward_tensor_core_unsupported(const DwconvParams& p, const void* x
   return why;
 }
 
-void forward_tensor_core_cuda(const __half* x, const __half* w, __half* y, const DwconvParams& p,
-                              cudaStream_t stream) {
+void forward_tensor_core_cuda(const __half* x, const __half* w, __half* y, const DwconvParams& p, cudaStream_t stream) {
   check_rung("teach forward_tensor_core", p, x, w, y, forward_tensor_core_unsupported(p, x, w, y));
   const TileLayout layout(p);
   const int tiles_w = ceil_div(p.ow(), kTile);
   const dim3 grid(unsigned(p.n * ceil_div(p.oh(), kTile) * tiles_w), unsigned(p.c / kChannels));
   const size_t smem = layout.smem_bytes(p);
-  CNN_CUDA_CHECK(cudaFuncSetAttribute(forward_tensor_core_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(smem)));
+  CNN_CUDA_CHECK(
+      cudaFuncSetAttribute(forward_tensor_core_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   forward_tensor_core_kernel<<<grid, kThreads, smem, stream>>>(x, w, y, p, p.oh(), p.ow(), tiles_w, layout);
   CNN_CHECK_LAUNCH("teach forward_tensor_core_kernel");
 }

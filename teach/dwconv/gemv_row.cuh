@@ -21,9 +21,9 @@ constexpr int gemv_tile_rows() {
 }
 
 template <int FW, int TM>
-__global__ void __launch_bounds__(kGemvThreads) gemv_row_kernel(const float4* __restrict__ x,
-                                                                const float4* __restrict__ w, float4* __restrict__ y,
-                                                                DwconvParams p, int out_h, int out_w, int tiles_w) {
+__global__ void __launch_bounds__(kGemvThreads)
+    gemv_row_kernel(const float4* __restrict__ x, const float4* __restrict__ w, float4* __restrict__ y, DwconvParams p,
+                    int out_h, int out_w, int tiles_w) {
   constexpr int kSlotsPerRow = kGemvTileW / TM, kRows = gemv_tile_rows<TM>();
   __shared__ float4 taps[FW][kGemvQuads];  // filter row r for the block's 32 channels
   const int groups = p.c / 4, q = threadIdx.x % kGemvQuads, slot = threadIdx.x / kGemvQuads;
@@ -45,7 +45,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_row_kernel(const float4* __
     if (!active || ih < 0 || ih >= p.ih) continue;  // this filter row only meets padding
     const float4* x_row = x + (int64_t(n) * p.ih + ih) * p.iw * groups + g;
     const int iw0 = ow0 - p.pad_left;
-    auto load = [&](int u) { return load4_ordered_or_zero(x_row, (iw0 + u) * groups, unsigned(iw0 + u) < unsigned(p.iw)); };
+    auto load = [&](int u) {
+      return load4_ordered_or_zero(x_row, (iw0 + u) * groups, unsigned(iw0 + u) < unsigned(p.iw));
+    };
     float4 window[TM];  // window[u % TM] holds input column iw0 + u
 #pragma unroll
     for (int u = 0; u < TM; ++u) window[u] = load(u);
@@ -87,9 +89,9 @@ void launch_gemv_row(const char* op, const float* x, const float* w, float* y, c
   const dim3 grid(unsigned(p.n * ceil_div(p.oh(), gemv_tile_rows<TM>()) * tiles_w),
                   unsigned(ceil_div(p.c / 4, kGemvQuads)));
   with_window_width(p.fw, [&](auto fw) {
-    gemv_row_kernel<decltype(fw)::value, TM><<<grid, kGemvThreads, 0, stream>>>(
-        reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w), reinterpret_cast<float4*>(y), p,
-        p.oh(), p.ow(), tiles_w);
+    gemv_row_kernel<decltype(fw)::value, TM>
+        <<<grid, kGemvThreads, 0, stream>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w),
+                                            reinterpret_cast<float4*>(y), p, p.oh(), p.ow(), tiles_w);
   });
   CNN_CHECK_LAUNCH(op);
 }

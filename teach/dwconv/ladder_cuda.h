@@ -21,18 +21,15 @@ using dwconv::DwconvParams;
 // 1: one thread per output element, threads counted as an NCHW loop nest would (width fastest): uncoalesced.
 void forward_naive_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 2: one thread per (position, 4 channels), channels fastest: coalesced 128-bit loads. Needs C % 4 == 0.
-void forward_channel_vectors_cuda(const float* x, const float* w, float* y, const DwconvParams& p,
-                                  cudaStream_t stream);
+void forward_channel_vectors_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 3: the block's input rows staged in shared memory, each filter tap held in registers for 8 outputs.
 void forward_smem_tile_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 4: Flash-DWC's GEMV: 8 outputs of a row per thread, the input window sliding through registers.
 void forward_gemv_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 5: the GEMV with a 16-output register block per thread (twice the FMAs per load).
-void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p,
-                                 cudaStream_t stream);
+void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 6: GEMV-to-GEMM on tensor cores: 16 row-GEMVs of one channel as one banded m16n8k16 FP16 MMA (FP32 accumulate).
-void forward_tensor_core_cuda(const __half* x, const __half* w, __half* y, const DwconvParams& p,
-                              cudaStream_t stream);
+void forward_tensor_core_cuda(const __half* x, const __half* w, __half* y, const DwconvParams& p, cudaStream_t stream);
 
 // Why a rung cannot run `p` ("" when it can): stride, channel multiple, filter width, alignment.
 std::string forward_naive_unsupported(const DwconvParams& p, const void* x, const void* w, const void* y);

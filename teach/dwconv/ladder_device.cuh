@@ -46,8 +46,7 @@ inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 inline std::string need_stride1(const dwconv::DwconvParams& p) {
   return p.stride_h == 1 && p.stride_w == 1 ? "" : str_cat("needs stride 1, got ", p.stride_h, "x", p.stride_w);
 }
-inline std::string need_vectors(const dwconv::DwconvParams& p, int lanes, const void* x, const void* w,
-                                const void* y) {
+inline std::string need_vectors(const dwconv::DwconvParams& p, int lanes, const void* x, const void* w, const void* y) {
   if (p.c % lanes != 0) return str_cat("needs C % ", lanes, " == 0, got C=", p.c);
   if (!aligned16(x) || !aligned16(w) || !aligned16(y)) return "needs 16-byte aligned x, w, y";
   return "";
@@ -75,16 +74,26 @@ inline bool window_width_supported(int fw) {
 template <class F>
 void with_window_width(int fw, F&& f) {
   switch (fw) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 5: return f(std::integral_constant<int, 5>{});
-    case 7: return f(std::integral_constant<int, 7>{});
-    case 9: return f(std::integral_constant<int, 9>{});
-    case 11: return f(std::integral_constant<int, 11>{});
-    case 13: return f(std::integral_constant<int, 13>{});
-    case 17: return f(std::integral_constant<int, 17>{});
-    case 31: return f(std::integral_constant<int, 31>{});
-    case 51: return f(std::integral_constant<int, 51>{});
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    case 9:
+      return f(std::integral_constant<int, 9>{});
+    case 11:
+      return f(std::integral_constant<int, 11>{});
+    case 13:
+      return f(std::integral_constant<int, 13>{});
+    case 17:
+      return f(std::integral_constant<int, 17>{});
+    case 31:
+      return f(std::integral_constant<int, 31>{});
+    case 51:
+      return f(std::integral_constant<int, 51>{});
   }
   throw Error(str_cat("teach dwconv: no register-window kernel compiled for filter width ", fw));
 }

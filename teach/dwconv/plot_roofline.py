@@ -34,8 +34,9 @@ def main():
     sgemm = max(float(r["sgemm_tflops"]) for r in rows)
     filters = sorted({int(r["filter"]) for r in rows})
     with tempfile.TemporaryDirectory() as tmp:
+        ceiling_title = f"ceilings: copy {copy_gbps:.0f} GB/s, SGEMM {sgemm:.2f} TFLOP/s"
         plots = [f"x < {sgemm * 1e3 / copy_gbps} ? x * {copy_gbps / 1e3} : {sgemm} "
-                 f"with lines lw 2 lc rgb 'black' title 'ceilings: copy {copy_gbps:.0f} GB/s, SGEMM {sgemm:.1f} TFLOP/s'"]
+                 f"with lines lw 2 lc rgb 'black' title '{ceiling_title}'"]
         for i, fw in enumerate(filters):
             data = os.path.join(tmp, f"f{fw}.dat")
             with open(data, "w") as d:

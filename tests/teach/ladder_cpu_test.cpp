@@ -27,7 +27,8 @@ TEST(TeachLadderCpu, NaiveLoopsMatchFp64) {
     std::vector<double> ref, abs_ref;
     ladder_reference(x, w, p, ref, abs_ref);
     const std::vector<double> tol = ladder_tolerance(abs_ref, ref, p.fh * p.fw, false);
-    EXPECT_TRUE(all_close<float>(y, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " seed ", kSeed)));
+    EXPECT_TRUE(all_close<float>(
+        y, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " seed ", kSeed)));
   }
 }
 
@@ -44,7 +45,8 @@ TEST(TeachLadderCpu, BackwardDataAsFlippedForwardMatchesFp64) {
     const std::vector<double> dya = abs_values(dyd), wa = abs_values(wd);
     dwconv::dwconv_backward_data_reference(dya.data(), wa.data(), abs_ref.data(), p);
     const std::vector<double> tol = ladder_tolerance(abs_ref, ref, p.fh * p.fw, false);
-    EXPECT_TRUE(all_close<float>(dx, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " seed ", kSeed + 2)));
+    EXPECT_TRUE(all_close<float>(
+        dx, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " seed ", kSeed + 2)));
   }
 }
 
@@ -71,7 +73,8 @@ TEST(TeachLadderCpu, BackwardFilterSplitMatchesFp64ForAnyChunkCount) {
     for (int chunks : {1, 3, 1000}) {
       std::vector<float> dw(ref.size());
       teach::backward_filter_split(x.data(), dy.data(), dw.data(), p, chunks, teach::Accumulation::fp32);
-      EXPECT_TRUE(all_close<float>(dw, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " chunks ", chunks)));
+      EXPECT_TRUE(all_close<float>(
+          dw, ref, [&](size_t k) { return tol[k]; }, str_cat(p.str(), " chunks ", chunks)));
     }
   }
 }
@@ -109,9 +112,9 @@ TEST(TeachLadderCpu, BadArgumentsNameTheFunction) {
   std::vector<float> x(64), y(64), w(36);
   EXPECT_NE(error_of([&] { teach::forward_naive_cpu(x.data(), nullptr, y.data(), p); }).find("teach forward_naive_cpu"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { teach::backward_filter_split(x.data(), y.data(), w.data(), p, 0,
-                                                         teach::Accumulation::fp32); })
-                .find("teach backward_filter_split: expected chunks >= 1, got 0"),
+  EXPECT_NE(error_of([&] {
+              teach::backward_filter_split(x.data(), y.data(), w.data(), p, 0, teach::Accumulation::fp32);
+            }).find("teach backward_filter_split: expected chunks >= 1, got 0"),
             std::string::npos);
 }
 

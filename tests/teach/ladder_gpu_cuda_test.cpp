@@ -30,8 +30,9 @@ void expect_rung_matches(const GpuRung& rung, const dwconv::DwconvParams& p, uin
   std::vector<double> ref, abs_ref;
   ladder_reference(x, w, p, ref, abs_ref);
   const std::vector<double> tol = ladder_tolerance(abs_ref, ref, p.fh * p.fw, f16);
-  EXPECT_TRUE(all_close<float>(y, ref, [&](size_t k) { return tol[k]; },
-                               str_cat("rung ", rung.number, " (", rung.name, ") ", p.str(), " seed ", seed)));
+  EXPECT_TRUE(all_close<float>(
+      y, ref, [&](size_t k) { return tol[k]; },
+      str_cat("rung ", rung.number, " (", rung.name, ") ", p.str(), " seed ", seed)));
 }
 
 TEST(TeachLadderGpu, EveryRungMatchesFp64OnStrideOneShapes) {

@@ -14,10 +14,10 @@ namespace cnn::test {
 // filters 1x1, 3x3, 7x7, 13x13, 31x31, 51x5 and 5x51; C = 8..72 (a block's channel tail partly empty).
 inline std::vector<dwconv::DwconvParams> ladder_stride1_shapes() {
   return {
-      dwconv_shape(1, 17, 34, 72, 3, 3, 1, 1, 1, 1, 1, 1),    dwconv_shape(2, 17, 17, 40, 7, 7, 1, 1, 3, 2, 1, 4),
-      dwconv_shape(1, 34, 17, 8, 13, 13, 1, 1, 6, 6, 6, 6),   dwconv_shape(1, 40, 37, 16, 31, 31, 1, 1, 15, 15, 15, 15),
-      dwconv_shape(1, 60, 9, 8, 51, 5, 1, 1, 25, 25, 2, 2),    dwconv_shape(1, 9, 60, 24, 5, 51, 1, 1, 2, 2, 25, 25),
-      dwconv_shape(3, 5, 7, 16, 1, 1, 1, 1, 0, 0, 0, 0),      dwconv_shape(1, 6, 6, 8, 3, 3, 1, 1, 4, 0, 0, 5),
+      dwconv_shape(1, 17, 34, 72, 3, 3, 1, 1, 1, 1, 1, 1),  dwconv_shape(2, 17, 17, 40, 7, 7, 1, 1, 3, 2, 1, 4),
+      dwconv_shape(1, 34, 17, 8, 13, 13, 1, 1, 6, 6, 6, 6), dwconv_shape(1, 40, 37, 16, 31, 31, 1, 1, 15, 15, 15, 15),
+      dwconv_shape(1, 60, 9, 8, 51, 5, 1, 1, 25, 25, 2, 2), dwconv_shape(1, 9, 60, 24, 5, 51, 1, 1, 2, 2, 25, 25),
+      dwconv_shape(3, 5, 7, 16, 1, 1, 1, 1, 0, 0, 0, 0),    dwconv_shape(1, 6, 6, 8, 3, 3, 1, 1, 4, 0, 0, 5),
   };
 }
 
@@ -33,8 +33,7 @@ inline std::vector<double> ladder_tolerance(const std::vector<double>& abs_ref, 
                                             int taps, bool f16_output) {
   std::vector<double> tol(ref.size());
   for (size_t k = 0; k < ref.size(); ++k)
-    tol[k] = 2.0 * taps * std::ldexp(abs_ref[k], -24) + (f16_output ? std::ldexp(std::abs(ref[k]), -11) : 0.0) +
-             1e-30;
+    tol[k] = 2.0 * taps * std::ldexp(abs_ref[k], -24) + (f16_output ? std::ldexp(std::abs(ref[k]), -11) : 0.0) + 1e-30;
   return tol;
 }
 

@@ -90,7 +90,8 @@ TEST(TutorialNames, TrainingStepTourNamesOnlyFilesAndFunctionsThatExist) {
 
 TEST(TutorialNames, ParserFindsFilesAndFunctionsOfEachStop) {
   const std::vector<Stop> stops = parse_stops(
-      "intro `core/x.h`\n## Stop 1\nsee `core/tensor.h` and `Tensor::empty()`; not `a b` or `x()y`\n## Stop 2\n`f()`\n");
+      "intro `core/x.h`\n## Stop 1\nsee `core/tensor.h` and `Tensor::empty()`; not `a b` or `x()y`\n## Stop "
+      "2\n`f()`\n");
   ASSERT_EQ(stops.size(), 2u);
   EXPECT_EQ(stops[0].files, std::vector<std::string>{"core/tensor.h"});
   EXPECT_EQ(stops[0].functions, std::vector<std::string>{"Tensor::empty"});
