@@ -54,11 +54,13 @@ TEST_P(BatchNormActGpu, ManyRowsOffsetValues) {
   };
   // Inputs 50 +- 1 (all pass the relu): the variance (1/3) is 1e-4 of the squared mean, which a one-pass sum of
   // squares in FP32 would lose; Welford keeps it. Sums over 67334 rows: FP32 order differences ~1e-4 of the
-  // normalised values (|y| <~ 2); f16 inputs carry 50's f16 spacing (0.03), identical on both sides.
+  // normalised values (|y| <~ 2); f16 inputs carry 50's f16 spacing (0.03), identical on both sides. FP32 bound
+  // 3e-3: dgamma = sum(dy * (x - mean) * rstd) is ~17 here out of sum|dy| ~ 3e4, so each side's FP32 mean error
+  // (a few ulps of 50, ~1e-5) enters it as mean error * rstd * |sum dy| (~260): up to ~1e-2 absolute, 1e-3 relative.
   EXPECT_TRUE(test::compare_gpu_cpu(
       op, {test::random_input({2, 257, 131, 72}, 5, true, 49, 51), test::random_input({72}, 6),
            test::random_input({72}, 7)},
-      test::gpu_compare_options(t, 2e-4, 3e-2, 5e-3)));
+      test::gpu_compare_options(t, 3e-3, 3e-2, 5e-3)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BatchNormActGpu, ::testing::Values(DType::f32, DType::f16),
