@@ -10,6 +10,7 @@
 #include "core/autograd.h"
 #include "models/checkpoint.h"
 #include "models/registry.h"
+#include "tests/models/model_test_util.h"
 
 namespace cnn::test {
 
@@ -40,10 +41,7 @@ void expect_one_line_error(const std::string& tool, const std::string& args, con
       << r.output;
 }
 
-std::string model_config(const std::string& name) {
-  const char* s = std::getenv("CNN_SOURCE_DIR");
-  return (fs::path(s && *s ? s : ".") / "configs" / "models" / (name + ".yaml")).string();
-}
+std::string model_config(const std::string& name) { return (fs::path(models_dir()) / (name + ".yaml")).string(); }
 
 std::shared_ptr<Model> save_test_model(const std::string& name, uint64_t seed, const std::string& path) {
   std::shared_ptr<Model> model = build_model(model_config(name), seed);

@@ -191,54 +191,54 @@ void check_forced(bool ok, const char* kernel, const char* needs, const DwconvPa
   CNN_CHECK(ok, "dwconv kernel override ", kernel, ": needs ", needs, ", got ", p.str());
 }
 
-Plan forward_style_f32(const ConvGeometry& g, bool eligible, bool vec, const DwconvParams& p, const Overrides& o) {
-  Plan plan;
-  plan.g = g;
-  plan.vec = vec;
-  Kernel k = Kernel::direct;
-  if (o.fwd) {
-    k = *o.fwd;
-    check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 4 == 0 and aligned tensors", p);
-    check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
-    check_forced(k != Kernel::fwd_tma_cc || tma_cc_f32_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
-    check_forced(k == Kernel::direct || k == Kernel::fwd_vslide || k == Kernel::fwd_tma_cc || k == Kernel::fwd_gemv,
-                 kernel_name(k), "FP16 data", p);
-  } else if (eligible) {
-    k = tma_wins(g, false) ? Kernel::fwd_tma_cc : f32_vslide_wins(g) ? Kernel::fwd_vslide : Kernel::fwd_gemv;
+// The FP32 forward-style kernel: the forced one, checked against the shape, else the table's choice where the fast
+// kernels can run (`eligible`).
+Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
+  if (!o.fwd) {
+    if (!eligible) return Kernel::direct;
+    return tma_wins(g, false) ? Kernel::fwd_tma_cc : f32_vslide_wins(g) ? Kernel::fwd_vslide : Kernel::fwd_gemv;
   }
-  plan.kernel = k;
-  if (k == Kernel::fwd_tma_cc) plan.tma = tma_config(g, false, o);
-  if (k == Kernel::fwd_gemv) plan.gemv = o.gemv ? *o.gemv : gemv_config(g);
-  return plan;
+  const Kernel k = *o.fwd;
+  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 4 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
+  check_forced(k != Kernel::fwd_tma_cc || tma_cc_f32_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
+  check_forced(k == Kernel::direct || k == Kernel::fwd_vslide || k == Kernel::fwd_tma_cc || k == Kernel::fwd_gemv,
+               kernel_name(k), "FP16 data", p);
+  return k;
 }
 
-Plan forward_style_f16(const ConvGeometry& g, bool eligible, bool vec, const DwconvParams& p, const Overrides& o) {
-  Plan plan;
-  plan.g = g;
-  plan.vec = vec;
-  Kernel k = Kernel::direct;
-  if (o.fwd) {
-    k = *o.fwd;
-    check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
-    check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
-    check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
-    check_forced(k != Kernel::fwd_tc_ring || g.fw <= kTcRingMaxFw, "fwd_tc_ring", "FW <= 64", p);
-    check_forced(k != Kernel::fwd_vslide && k != Kernel::fwd_gemv, kernel_name(k), "FP32 data", p);
-  } else if (eligible) {
-    k = tma_wins(g, true)                 ? Kernel::fwd_tma_cc
-        : g.fw <= kF16CudaCoreMaxFw       ? Kernel::fwd_cc_f16
-        : g.fw <= kF16RingMaxFw           ? Kernel::fwd_tc_ring
-                                          : Kernel::fwd_tc;
+// The same for FP16 data.
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
+  if (!o.fwd) {
+    if (!eligible) return Kernel::direct;
+    return tma_wins(g, true)             ? Kernel::fwd_tma_cc
+           : g.fw <= kF16CudaCoreMaxFw   ? Kernel::fwd_cc_f16
+           : g.fw <= kF16RingMaxFw       ? Kernel::fwd_tc_ring
+                                         : Kernel::fwd_tc;
   }
-  plan.kernel = k;
-  if (k == Kernel::fwd_tma_cc) plan.tma = tma_config(g, true, o);
-  if (k == Kernel::fwd_cc_f16) plan.cc_groups = o.cc_groups ? o.cc_groups : cc_groups(g.out_w);
-  if (k == Kernel::fwd_tc_ring) {
-    plan.ring_q = ring_q(g.out_w);
-    plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+  const Kernel k = *o.fwd;
+  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
+  check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
+  check_forced(k != Kernel::fwd_tc_ring || g.fw <= kTcRingMaxFw, "fwd_tc_ring", "FW <= 64", p);
+  check_forced(k != Kernel::fwd_vslide && k != Kernel::fwd_gemv, kernel_name(k), "FP32 data", p);
+  return k;
+}
+
+// The chosen kernel's configuration for geometry g.
+void configure(Plan& plan, bool f16, const Overrides& o) {
+  const ConvGeometry& g = plan.g;
+  switch (plan.kernel) {
+    case Kernel::fwd_tma_cc: plan.tma = tma_config(g, f16, o); break;
+    case Kernel::fwd_gemv: plan.gemv = o.gemv ? *o.gemv : gemv_config(g); break;
+    case Kernel::fwd_cc_f16: plan.cc_groups = o.cc_groups ? o.cc_groups : cc_groups(g.out_w); break;
+    case Kernel::fwd_tc_ring:
+      plan.ring_q = ring_q(g.out_w);
+      plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+      break;
+    case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
+    default: break;
   }
-  if (k == Kernel::fwd_tc) plan.tc_theta = tc_theta(g.out_w);
-  return plan;
 }
 
 Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
@@ -246,14 +246,16 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   const int vec_c = f16 ? 8 : 4;
   const bool vec = p.c % vec_c == 0 && align >= 16;
   const bool eligible = stride1(p) && vec;
+  Plan plan;
+  plan.vec = vec;
   if (op == DwconvOp::backward_data && !stride1(p)) {  // the strided gather: direct only
     if (o.fwd) check_forced(*o.fwd == Kernel::direct, kernel_name(*o.fwd), "stride 1 for backward-data", p);
-    Plan plan;
-    plan.vec = vec;
     return plan;
   }
-  const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  return f16 ? forward_style_f16(g, eligible, vec, p, o) : forward_style_f32(g, eligible, vec, p, o);
+  plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
+  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
+  configure(plan, f16, o);
+  return plan;
 }
 
 Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overrides& o) {
