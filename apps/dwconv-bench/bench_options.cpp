@@ -94,27 +94,40 @@ std::vector<MapShape> parse_maps(const std::string& list) {
   return maps;
 }
 
-std::vector<int> parse_filters(const std::string& list) {
-  std::vector<int> filters;
+std::string FilterShape::str() const { return h == w ? std::to_string(h) : str_cat(h, "x", w); }
+
+std::vector<FilterShape> parse_filters(const std::string& list) {
+  std::vector<FilterShape> filters;
   for (const std::string& item : split(list, ',')) {
-    const int f = parse_positive(item, "--filters", "a filter size");
-    CNN_CHECK(f % 2 == 1, "--filters: expected odd sizes ('same' padding F/2 on each side), got ", f);
+    const std::vector<std::string> dims = split(item, 'x');
+    CNN_CHECK(dims.size() <= 2, "--filters: expected F or FHxFW (e.g. 13 or 51x5), got '", item, "'");
+    FilterShape f;
+    f.h = parse_positive(dims[0], "--filters", "a filter size");
+    f.w = dims.size() == 2 ? parse_positive(dims[1], "--filters", "a filter size") : f.h;
+    CNN_CHECK(f.h % 2 == 1 && f.w % 2 == 1, "--filters: expected odd sizes ('same' padding F/2 on each side), got '",
+              item, "'");
     filters.push_back(f);
   }
   return filters;
 }
 
-dwconv::DwconvParams same_padding_params(const MapShape& m, int filter, int stride) {
+dwconv::DwconvParams same_padding_params(const MapShape& m, const FilterShape& f, int stride) {
   dwconv::DwconvParams p;
   p.n = m.n;
   p.ih = m.h;
   p.iw = m.w;
   p.c = m.c;
-  p.fh = p.fw = filter;
-  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = filter / 2;
+  p.fh = f.h;
+  p.fw = f.w;
+  p.pad_top = p.pad_bottom = f.h / 2;
+  p.pad_left = p.pad_right = f.w / 2;
   p.stride_h = p.stride_w = stride;
   p.validate("dwconv-bench");
   return p;
+}
+
+dwconv::DwconvParams same_padding_params(const MapShape& m, int filter, int stride) {
+  return same_padding_params(m, FilterShape{filter, filter}, stride);
 }
 
 bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_code) {
@@ -127,7 +140,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   CLI::Option* maps_opt =
       app.add_option("--maps", maps, "comma-separated feature maps NxHxWxC (NHWC)")->capture_default_str();
   CLI::Option* filters_opt =
-      app.add_option("--filters", filters, "comma-separated odd square filter sizes")->capture_default_str();
+      app.add_option("--filters", filters, "comma-separated odd filters: F (square) or FHxFW (e.g. 51x5)")->capture_default_str();
   app.add_option("--stride", opts.stride, "stride on both axes (output ceil(H/stride) x ceil(W/stride))")
       ->capture_default_str();
   CLI::Option* reps_opt =

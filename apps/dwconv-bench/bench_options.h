@@ -1,4 +1,4 @@
-// Command line of dwconv-bench: which ops, feature maps (N x H x W x C, NHWC) and square filters to sweep, and the
+// Command line of dwconv-bench: which ops, feature maps (N x H x W x C, NHWC) and filters (FH x FW) to sweep, and the
 // timing protocol. Parsing and validation only; every bad value becomes a one-line cnn::Error naming the flag.
 #pragma once
 
@@ -15,10 +15,16 @@ struct MapShape {
   std::string str() const;  // "128x128x128x128"
 };
 
+// A filter FH x FW with odd extents ('same' padding FH/2, FW/2); "13" (square) or "51x5" on the command line.
+struct FilterShape {
+  int h = 1, w = 1;
+  std::string str() const;  // "13" for a square filter, else "51x5"
+};
+
 struct BenchOptions {
   std::vector<dwconv::DwconvOp> ops;
   std::vector<MapShape> maps;
-  std::vector<int> filters;  // odd square filter sizes, 'same' padding F/2 on every side
+  std::vector<FilterShape> filters;  // 'same' padding FH/2 above and below, FW/2 left and right
   int stride = 1;            // on both axes; the output is ceil(H / stride) x ceil(W / stride)
   int reps = 20;             // timed runs per measurement; the median is reported
   int warmup = 5;            // untimed runs before them
@@ -40,10 +46,12 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
 // Helpers exposed for the parser's error messages and the report.
 std::vector<dwconv::DwconvOp> parse_ops(const std::string& list);
 std::vector<MapShape> parse_maps(const std::string& list);
-std::vector<int> parse_filters(const std::string& list);
+std::vector<FilterShape> parse_filters(const std::string& list);
 const char* op_short_name(dwconv::DwconvOp op);  // "fwd", "bdc", "bfc"
 
-// 'Same' padding (F/2 on every side) at the given stride on both axes: the problem every benchmark point runs.
+// 'Same' padding (FH/2 above and below, FW/2 left and right) at the given stride on both axes: the problem every
+// benchmark point runs. The int form is the square filter F x F.
+dwconv::DwconvParams same_padding_params(const MapShape& m, const FilterShape& f, int stride);
 dwconv::DwconvParams same_padding_params(const MapShape& m, int filter, int stride);
 
 }  // namespace cnn::bench

@@ -31,43 +31,44 @@ size_t op_bytes(const dwconv::DwconvParams& p, const BenchOptions& opts) {
 
 // The callbacks hold pointers to the tensors and a copy of the params, so they depend on nothing else.
 RunFn flash_run_f16(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
-                    dwconv::BfcAccum accum, cudaStream_t stream) {
+                    dwconv::BfcAccum accum, cudaStream_t stream, const dwconv::DwconvScratch& scratch) {
   const MapTensors* mt = &m;
   const FilterTensors* ft = &f;
   switch (op) {
     case DwconvOp::forward:
-      return [p, mt, ft, stream](int i) {
-        dwconv::dwconv_forward_cuda(mt->x->slice_f16(i), ft->w.f16(), nullptr, mt->y.f16(), p, stream);
+      return [p, mt, ft, stream, scratch](int i) {
+        dwconv::dwconv_forward_cuda(mt->x->slice_f16(i), ft->w.f16(), nullptr, mt->y.f16(), p, stream, scratch);
       };
     case DwconvOp::backward_data:
-      return [p, mt, ft, stream](int i) {
-        dwconv::dwconv_backward_data_cuda(mt->dy->slice_f16(i), ft->w.f16(), mt->dx.f16(), p, stream);
+      return [p, mt, ft, stream, scratch](int i) {
+        dwconv::dwconv_backward_data_cuda(mt->dy->slice_f16(i), ft->w.f16(), mt->dx.f16(), p, stream, scratch);
       };
     case DwconvOp::backward_filter:
-      return [p, mt, ft, accum, stream](int i) {
-        dwconv::dwconv_backward_filter_cuda(mt->x->slice_f16(i), mt->dy->slice_f16(i), ft->dw.f32(), p, accum, stream);
+      return [p, mt, ft, accum, stream, scratch](int i) {
+        dwconv::dwconv_backward_filter_cuda(mt->x->slice_f16(i), mt->dy->slice_f16(i), ft->dw.f32(), p, accum, stream,
+                                            scratch);
       };
   }
   throw Error("dwconv-bench: unknown op");
 }
 
 RunFn flash_run(DwconvOp op, const dwconv::DwconvParams& p, const MapTensors& m, const FilterTensors& f,
-                const BenchOptions& opts, cudaStream_t stream) {
-  if (is_f16(opts)) return flash_run_f16(op, p, m, f, opts.bfc_accum, stream);
+                const BenchOptions& opts, cudaStream_t stream, const dwconv::DwconvScratch& scratch) {
+  if (is_f16(opts)) return flash_run_f16(op, p, m, f, opts.bfc_accum, stream, scratch);
   const MapTensors* mt = &m;
   const FilterTensors* ft = &f;
   switch (op) {
     case DwconvOp::forward:
-      return [p, mt, ft, stream](int i) {
-        dwconv::dwconv_forward_cuda(mt->x->slice(i), ft->w.f32(), nullptr, mt->y.f32(), p, stream);
+      return [p, mt, ft, stream, scratch](int i) {
+        dwconv::dwconv_forward_cuda(mt->x->slice(i), ft->w.f32(), nullptr, mt->y.f32(), p, stream, scratch);
       };
     case DwconvOp::backward_data:
-      return [p, mt, ft, stream](int i) {
-        dwconv::dwconv_backward_data_cuda(mt->dy->slice(i), ft->w.f32(), mt->dx.f32(), p, stream);
+      return [p, mt, ft, stream, scratch](int i) {
+        dwconv::dwconv_backward_data_cuda(mt->dy->slice(i), ft->w.f32(), mt->dx.f32(), p, stream, scratch);
       };
     case DwconvOp::backward_filter:
-      return [p, mt, ft, stream](int i) {
-        dwconv::dwconv_backward_filter_cuda(mt->x->slice(i), mt->dy->slice(i), ft->dw.f32(), p, stream);
+      return [p, mt, ft, stream, scratch](int i) {
+        dwconv::dwconv_backward_filter_cuda(mt->x->slice(i), mt->dy->slice(i), ft->dw.f32(), p, stream, scratch);
       };
   }
   throw Error("dwconv-bench: unknown op");
@@ -289,7 +290,7 @@ void measure_point(DwconvOp op, const dwconv::DwconvParams& p, MapTensors& m, Fi
   row.reps = ctx.opts.reps;
   row.path = dwconv::dwconv_path_name(op, p, ctx.opts.dtype, ctx.opts.bfc_accum);
   row.tolerance = check_tolerance(ctx.opts.dtype, op, ctx.opts.bfc_accum, p.fh * p.fw);
-  const RunFn run = flash_run(op, p, m, f, ctx.opts, ctx.stream);
+  const RunFn run = flash_run(op, p, m, f, ctx.opts, ctx.stream, ctx.scratch->fn());
   const Timing t = time_runs(run, ctx.opts.warmup, ctx.opts.reps, ctx.stream);
   row.ms = t.median_ms;
   row.tflops = p.flops() / (t.median_ms * 1e-3) / 1e12;

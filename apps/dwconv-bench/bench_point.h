@@ -12,6 +12,7 @@
 #include "apps/dwconv-bench/device_buffer.h"
 #include "apps/dwconv-bench/report.h"
 #include "apps/dwconv-bench/roofline_baselines.h"
+#include "kernels/dwconv/cuda/scratch_buffer.h"
 
 namespace cnn::bench {
 
@@ -27,6 +28,7 @@ struct BenchContext {
   cudaStream_t stream;
   RooflineBaselines& roofline;
   const CudnnHandle* cudnn;  // null with --no-cudnn
+  dwconv::ScratchBuffer* scratch;  // the padded plans' scratch (kernels/dwconv/cuda/scratch_buffer.h)
 };
 
 // Inputs (rotated past 2x L2) and outputs of one feature map; only the tensors the requested ops need.

@@ -1,4 +1,4 @@
-// dwconv-bench: the paper's kernel protocol on this GPU. For each feature map (NHWC), odd square filter ('same'
+// dwconv-bench: the paper's kernel protocol on this GPU. For each feature map (NHWC), odd filter FH x FW ('same'
 // padding; stride 1 unless --stride) and op (fwd, bdc, bfc): Flash-DWC vs the fastest cuDNN algorithm, cuBLAS SGEMM
 // and device copy, FP32 or FP16, with a sampled FP64 accuracy check. Protocol and columns: docs/perf/README.md.
 #include <cuda_runtime.h>
@@ -57,11 +57,11 @@ void print_header(const BenchOptions& opts) {
             << '\n';
 }
 
-Row make_row(dwconv::DwconvOp op, const MapShape& map, int filter, int stride) {
+Row make_row(dwconv::DwconvOp op, const MapShape& map, const FilterShape& filter, int stride) {
   Row row;
   row.op = op_short_name(op);
   row.map = map.str();
-  row.filter = filter;
+  row.filter = filter.str();
   row.stride = stride;
   return row;
 }
@@ -72,7 +72,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
   try {
     tensors.emplace(map, ctx.opts);
   } catch (const std::exception& e) {
-    for (int f : ctx.opts.filters)
+    for (const FilterShape& f : ctx.opts.filters)
       for (dwconv::DwconvOp op : ctx.opts.ops) {
         rows.push_back(make_row(op, map, f, ctx.opts.stride));
         rows.back().error = e.what();
@@ -81,7 +81,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
     return;
   }
   std::cout << "map " << map.str() << ": " << tensors->rotations << " rotated input copies\n";
-  for (int filter : ctx.opts.filters) {
+  for (const FilterShape& filter : ctx.opts.filters) {
     const dwconv::DwconvParams p = same_padding_params(map, filter, ctx.opts.stride);
     std::optional<FilterTensors> filt;
     std::string filter_error;
@@ -92,7 +92,7 @@ void run_map(const MapShape& map, const BenchContext& ctx, std::vector<Row>& row
     }
     for (dwconv::DwconvOp op : ctx.opts.ops) {
       Row row = make_row(op, map, filter, ctx.opts.stride);
-      std::cout << row.op << ' ' << row.map << " F=" << filter << '\n' << std::flush;
+      std::cout << row.op << ' ' << row.map << " F=" << filter.str() << '\n' << std::flush;
       if (!filter_error.empty()) {
         row.error = filter_error;
       } else {
@@ -136,7 +136,8 @@ int run_bench(int argc, char** argv) {
   std::optional<CudnnHandle> cudnn;
   if (opts.cudnn) cudnn.emplace(stream.get());
   RooflineBaselines roofline(stream.get(), opts.warmup, opts.reps);
-  const BenchContext ctx{opts, stream.get(), roofline, cudnn ? &*cudnn : nullptr};
+  dwconv::ScratchBuffer scratch;
+  const BenchContext ctx{opts, stream.get(), roofline, cudnn ? &*cudnn : nullptr, &scratch};
 
   std::vector<Row> rows;
   for (const MapShape& map : opts.maps) run_map(map, ctx, rows);

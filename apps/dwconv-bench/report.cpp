@@ -39,14 +39,14 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 void print_table(std::ostream& os, const std::vector<Row>& rows) {
-  os << std::left << std::setw(4) << "op" << ' ' << std::setw(16) << "map" << std::right << std::setw(4) << "F"
+  os << std::left << std::setw(4) << "op" << ' ' << std::setw(16) << "map" << std::right << std::setw(5) << "F"
      << std::setw(10) << "ms" << std::setw(8) << "TFLOP/s" << std::setw(10) << "cudnn ms" << ' ' << std::left
      << std::setw(21) << "cudnn algo" << std::right << std::setw(8) << "speedup" << std::setw(7) << "%sgemm"
      << std::setw(7) << "%copy" << std::setw(10) << "rel err"
      << "  "
      << "path" << '\n';
   for (const Row& r : rows) {
-    os << std::left << std::setw(4) << r.op << ' ' << std::setw(16) << r.map << std::right << std::setw(4) << r.filter;
+    os << std::left << std::setw(4) << r.op << ' ' << std::setw(16) << r.map << std::right << std::setw(5) << r.filter;
     if (!r.error.empty()) {
       os << "  FAILED: " << r.error << '\n';
       continue;

@@ -11,7 +11,7 @@ namespace cnn::bench {
 struct Row {
   std::string op;   // fwd, bdc, bfc
   std::string map;  // NxHxWxC
-  int filter = 0;
+  std::string filter;  // "13" (square) or "51x5"
   int stride = 1;
   std::string error;  // non-empty: this point failed (message), numbers below are not valid
   double ms = 0;

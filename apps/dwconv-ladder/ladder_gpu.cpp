@@ -15,6 +15,7 @@
 #include "apps/dwconv-bench/roofline_baselines.h"
 #include "apps/dwconv-bench/timing.h"
 #include "apps/dwconv-ladder/ladder_modes.h"
+#include "kernels/dwconv/cuda/scratch_buffer.h"
 #include "apps/dwconv-ladder/ladder_reference.h"
 #include "core/cuda_check.h"
 #include "kernels/dwconv/dwconv_cuda.h"
@@ -49,6 +50,7 @@ struct GpuContext {
   cudaStream_t stream;
   bench::RooflineBaselines& roofline;
   const bench::CudnnHandle* cudnn;
+  dwconv::ScratchBuffer* scratch;  // the production kernels' padded plans
 };
 
 std::vector<float> image_zero_output(const DeviceBuffer& y, const DwconvParams& p, bool f16) {
@@ -119,13 +121,15 @@ void run_rungs(const GpuContext& ctx, const FilterPoint& fp, std::vector<LadderR
 
 void run_production(const GpuContext& ctx, const FilterPoint& fp, std::vector<LadderRow>& rows) {
   const bench::RunFn run32 = [&](int i) {
-    dwconv::dwconv_forward_cuda(fp.x32.slice(i), fp.w32.f32(), nullptr, fp.y32.f32(), fp.p, ctx.stream);
+    dwconv::dwconv_forward_cuda(fp.x32.slice(i), fp.w32.f32(), nullptr, fp.y32.f32(), fp.p, ctx.stream,
+                                ctx.scratch->fn());
   };
   add(rows,
       measure(ctx, fp, base_row(fp, ctx.opts, "prod", dwconv::dwconv_path_name(dwconv::DwconvOp::forward, fp.p), false),
               run32, false));
   const bench::RunFn run16 = [&](int i) {
-    dwconv::dwconv_forward_cuda(fp.x16.slice_f16(i), fp.w16.f16(), nullptr, fp.y16.f16(), fp.p, ctx.stream);
+    dwconv::dwconv_forward_cuda(fp.x16.slice_f16(i), fp.w16.f16(), nullptr, fp.y16.f16(), fp.p, ctx.stream,
+                                ctx.scratch->fn());
   };
   const std::string path16 = dwconv::dwconv_path_name(dwconv::DwconvOp::forward, fp.p, DType::f16);
   add(rows, measure(ctx, fp, base_row(fp, ctx.opts, "prod", path16, true), run16, true));
@@ -203,7 +207,8 @@ void run_gpu_ladder(const LadderOptions& opts, std::vector<LadderRow>& rows) {
   bench::RooflineBaselines roofline(stream.get(), 2, opts.reps);
   std::unique_ptr<bench::CudnnHandle> cudnn;
   if (opts.cudnn) cudnn = std::make_unique<bench::CudnnHandle>(stream.get());
-  const GpuContext ctx{opts, stream.get(), roofline, cudnn.get()};
+  dwconv::ScratchBuffer scratch;
+  const GpuContext ctx{opts, stream.get(), roofline, cudnn.get(), &scratch};
   print_header(std::cout, true);
   const DwconvParams map = bench::same_padding_params(opts.map, 1, 1);  // 'same' padding keeps Y the size of X
   const RotatedTensor x32 =

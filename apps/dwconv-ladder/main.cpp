@@ -42,7 +42,10 @@ int run(int argc, char** argv) {
       cnn::bench::parse_maps(map.empty() ? (opts.gpu ? kGpuMap : kCpuMap) : map);
   CNN_CHECK(maps.size() == 1, "--map: expected one NxHxWxC map, got ", maps.size());
   opts.map = maps[0];
-  opts.filters = cnn::bench::parse_filters(filters);
+  for (const cnn::bench::FilterShape& f : cnn::bench::parse_filters(filters)) {
+    CNN_CHECK(f.h == f.w, "--filters: the ladder's rungs take square filters, got '", f.str(), "'");
+    opts.filters.push_back(f.h);
+  }
   std::vector<cnn::ladder::LadderRow> rows;
   if (opts.gpu)
     cnn::ladder::run_gpu_ladder(opts, rows);

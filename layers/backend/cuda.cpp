@@ -172,36 +172,42 @@ class CudaBackend final : public DeviceBackend {
   void dwconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const dwconv::DwconvParams& p,
                       Tensor& y) override {
     CudaDeviceGuard guard(x.device().index);
-    cudaStream_t s = cuda_context(x.device()).compute_stream();
+    CudaContext& ctx = cuda_context(x.device());
+    cudaStream_t s = ctx.compute_stream();
     check_cuda_dtype("depthwise_conv2d", x.dtype());
     if (x.dtype() == DType::f16)
-      dwconv::dwconv_forward_cuda(ptr<__half>(x), ptr<__half>(w), ptr<__half>(bias), ptr<__half>(y), p, s);
+      dwconv::dwconv_forward_cuda(ptr<__half>(x), ptr<__half>(w), ptr<__half>(bias), ptr<__half>(y), p, s,
+                                  workspace_of(ctx));
     else
-      dwconv::dwconv_forward_cuda(ptr<float>(x), ptr<float>(w), ptr<float>(bias), ptr<float>(y), p, s);
+      dwconv::dwconv_forward_cuda(ptr<float>(x), ptr<float>(w), ptr<float>(bias), ptr<float>(y), p, s,
+                                  workspace_of(ctx));
   }
 
   void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx) override {
     CudaDeviceGuard guard(dy.device().index);
-    cudaStream_t s = cuda_context(dy.device()).compute_stream();
+    CudaContext& ctx = cuda_context(dy.device());
+    cudaStream_t s = ctx.compute_stream();
     check_cuda_dtype("depthwise_conv2d backward_data", dy.dtype());
     if (dy.dtype() == DType::f16)
-      dwconv::dwconv_backward_data_cuda(ptr<__half>(dy), ptr<__half>(w), ptr<__half>(dx), p, s);
+      dwconv::dwconv_backward_data_cuda(ptr<__half>(dy), ptr<__half>(w), ptr<__half>(dx), p, s, workspace_of(ctx));
     else
-      dwconv::dwconv_backward_data_cuda(ptr<float>(dy), ptr<float>(w), ptr<float>(dx), p, s);
+      dwconv::dwconv_backward_data_cuda(ptr<float>(dy), ptr<float>(w), ptr<float>(dx), p, s, workspace_of(ctx));
   }
 
   // f16: the FP16 kernels write dW in FP32 (the FP32 master weights' precision); an f16 dW tensor receives it rounded.
   void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p, dwconv::BfcAccum accum,
                               Tensor& dw) override {
     CudaDeviceGuard guard(x.device().index);
-    cudaStream_t s = cuda_context(x.device()).compute_stream();
+    CudaContext& ctx = cuda_context(x.device());
+    cudaStream_t s = ctx.compute_stream();
     check_cuda_dtype("depthwise_conv2d backward_filter", x.dtype());
     if (x.dtype() != DType::f16) {
-      dwconv::dwconv_backward_filter_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(dw), p, s);
+      dwconv::dwconv_backward_filter_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(dw), p, s, workspace_of(ctx));
       return;
     }
     Tensor dwf = dw.dtype() == DType::f32 ? dw : Tensor::empty(dw.shape(), DType::f32, dw.device());
-    dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dwf), p, accum, s);
+    dwconv::dwconv_backward_filter_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<float>(dwf), p, accum, s,
+                                        workspace_of(ctx));
     if (dwf.storage() != dw.storage()) dw.copy_(dwf);
   }
 

@@ -46,7 +46,9 @@ TEST(DwconvBenchOptions, DefaultsAreThePapersSweep) {
   EXPECT_EQ(o.ops.size(), 3u);
   ASSERT_EQ(o.maps.size(), 3u);
   EXPECT_EQ(o.maps[0].str(), "128x128x128x128");
-  EXPECT_EQ(o.filters, (std::vector<int>{3, 5, 7, 9, 13, 17, 31, 51}));
+  std::string filters;
+  for (const FilterShape& f : o.filters) filters += f.str() + ",";
+  EXPECT_EQ(filters, "3,5,7,9,13,17,31,51,");
   EXPECT_EQ(o.reps, 20);
   EXPECT_EQ(o.warmup, 5);
   EXPECT_TRUE(o.cudnn && o.cudnn_legacy && o.check);
@@ -114,7 +116,15 @@ TEST(DwconvBenchOptions, BadValuesNameTheirFlag) {
 
 TEST(DwconvBenchOptions, ListsAreValidated) {
   EXPECT_EQ(parse_filters("3,5").size(), 2u);
+  const std::vector<FilterShape> strips = parse_filters("51x5,5x51,13");
+  ASSERT_EQ(strips.size(), 3u);
+  EXPECT_TRUE(strips[0].h == 51 && strips[0].w == 5 && strips[0].str() == "51x5");
+  EXPECT_TRUE(strips[2].h == 13 && strips[2].w == 13 && strips[2].str() == "13");
+  const dwconv::DwconvParams p = same_padding_params(MapShape{2, 17, 34, 249}, strips[1], 1);
+  EXPECT_TRUE(p.fh == 5 && p.fw == 51 && p.pad_top == 2 && p.pad_left == 25 && p.oh() == 17 && p.ow() == 34);
   EXPECT_THROW(parse_filters("4"), Error);     // even: 'same' padding needs odd filters
+  EXPECT_THROW(parse_filters("51x4"), Error);
+  EXPECT_THROW(parse_filters("5x5x5"), Error);
   EXPECT_THROW(parse_filters("3,,5"), Error);  // empty item
   EXPECT_EQ(parse_maps("2x16x16x64")[0].c, 64);
   EXPECT_THROW(parse_maps("2x16x16"), Error);
@@ -127,7 +137,7 @@ Row row(const std::string& op, const std::string& map, int f, double ms, double 
   Row r;
   r.op = op;
   r.map = map;
-  r.filter = f;
+  r.filter = std::to_string(f);
   r.ms = ms;
   r.tflops = 1;
   if (cudnn_ms > 0) {

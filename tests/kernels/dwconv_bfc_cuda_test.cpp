@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/scratch_buffer.h"
 #include "kernels/dwconv/cuda/select.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "tests/kernels/dwconv_test_util.h"
@@ -62,7 +63,12 @@ std::vector<float> random_vector(int64_t n, uint32_t seed) {
 // Each entry is a sequential FP32 sum of <= L/Z fused products per thread plus Z atomic adds; its rounding error is
 // bounded by gamma_L * sum|x*dy| and with overwhelming probability by a small multiple of sqrt(L) * u * sum|x*dy|
 // (Higham, probabilistic bound); 8 leaves a wide margin while any missing or doubled term is ~ sum|x*dy| / L.
-void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0) {
+// How check_bfc runs the op: the register-tile kernel directly (with a forced tile), or the public entry point
+// (select's plan, padded channels included).
+enum class BfcCall { tile, entry };
+
+void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0,
+               BfcCall call = BfcCall::tile) {
   const std::vector<float> x = random_vector(p.x_elems(), seed), dy = random_vector(p.y_elems(), seed + 1);
   std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
   std::vector<double> ref(size_t(p.w_elems())), bound(size_t(p.w_elems()));
@@ -77,7 +83,11 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   cuda_ok(cudaMemcpy(x_ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "copy x");
   cuda_ok(cudaMemcpy(dy_dev.get(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
   cuda_ok(cudaMemset(dw_dev.get(), 0xFF, size_t(p.w_elems()) * sizeof(float)), "poison dw");  // all-ones = NaN
-  dwconv_backward_filter_cuda_tile(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
+  ScratchBuffer scratch;
+  if (call == BfcCall::entry)
+    dwconv_backward_filter_cuda(x_ptr, dy_dev.get(), dw_dev.get(), p, nullptr, scratch.fn());
+  else
+    dwconv_backward_filter_cuda_tile(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
   cuda_ok(cudaDeviceSynchronize(), "bfc run");
   std::vector<float> got(size_t(p.w_elems()));
   cuda_ok(cudaMemcpy(got.data(), dw_dev.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy dw");
@@ -94,7 +104,9 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   }
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
-    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_tile_path_name(p, force) << "' x_offset " << x_offset
+    const std::string path =
+        call == BfcCall::entry ? dwconv_path_name(DwconvOp::backward_filter, p) : bfc_tile_path_name(p, force);
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << path << "' x_offset " << x_offset
                   << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
                   << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed " << rel * bound[size_t(e)]
                   << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel << " (bound " << rel << ")";
@@ -134,6 +146,20 @@ std::vector<Case> default_cases() {
 TEST(DwconvBfcGpu, DefaultPathMatchesReference) {
   CNN_REQUIRE_GPU();
   for (const Case& k : default_cases()) check_bfc(k.p, BfcForce{}, k.seed);
+}
+
+// Channel counts that are not a multiple of 4 run the tile kernel on padded copies through the entry point; pad=off
+// keeps its 4-byte-copy path.
+TEST(DwconvBfcGpu, OddChannelsThroughTheEntryPoint) {
+  CNN_REQUIRE_GPU();
+  const DwconvParams cases[] = {same(2, 17, 34, 3, 3, 3), same(1, 13, 20, 249, 5, 51), same(2, 15, 12, 13, 51, 5),
+                                dwconv_shape(2, 17, 34, 7, 7, 7, 2, 2, 3, 2, 1, 3)};
+  uint32_t seed = 800;
+  for (const DwconvParams& p : cases) check_bfc(p, BfcForce{}, seed++, 0, BfcCall::entry);
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("pad=off", "test"));
+  for (const DwconvParams& p : cases) check_bfc(p, BfcForce{}, seed++, 0, BfcCall::entry);
+  set_overrides(saved);
 }
 
 TEST(DwconvBfcGpu, EveryTileMatchesReference) {
@@ -182,15 +208,15 @@ TEST(DwconvBfcValidation, RejectsBadParamsBeforeTouchingTheDevice) {
   float host[4] = {};
   DwconvParams bad = same(1, 8, 8, 4, 3, 3);
   bad.c = 0;
-  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, bad, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, bad, nullptr, {}), Error);
   DwconvParams too_big = same(1, 4, 4, 4, 7, 7);
   too_big.pad_top = too_big.pad_bottom = too_big.pad_left = too_big.pad_right = 0;
-  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, too_big, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, too_big, nullptr, {}), Error);
   DwconvParams neg = same(1, 8, 8, 4, 3, 3);
   neg.stride_w = 0;
-  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, neg, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, neg, nullptr, {}), Error);
   const DwconvParams ok = same(1, 8, 8, 4, 3, 3);
-  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, host, host, ok, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, host, host, ok, nullptr, {}), Error);
   EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{2, 2, 0}, nullptr), Error);
   EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{0, 0, -1}, nullptr), Error);
 }

@@ -15,6 +15,8 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/scratch_buffer.h"
+#include "kernels/dwconv/cuda/select.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
@@ -71,19 +73,20 @@ GpuResults run_gpu(const Case& k, const HalfData& d, size_t misalign) {
   DeviceArray<float> dw(p.w_elems());
   x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
   y.poison(), dx.poison();
-  dwconv_forward_cuda(x.get(), w.get(), b.get(), y.get(), p, nullptr);
-  dwconv_backward_data_cuda(dy.get(), w.get(), dx.get(), p, nullptr);
+  ScratchBuffer scratch;
+  dwconv_forward_cuda(x.get(), w.get(), b.get(), y.get(), p, nullptr, scratch.fn());
+  dwconv_backward_data_cuda(dy.get(), w.get(), dx.get(), p, nullptr, scratch.fn());
   GpuResults r;
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   r.y = widen(y.download<Half>());
   y.poison();
-  dwconv_forward_cuda(x.get(), w.get(), nullptr, y.get(), p, nullptr);
+  dwconv_forward_cuda(x.get(), w.get(), nullptr, y.get(), p, nullptr, scratch.fn());
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   r.y_no_bias = widen(y.download<Half>());
   r.dx = widen(dx.download<Half>());
   for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
     dw.poison();
-    dwconv_backward_filter_cuda(x.get(), dy.get(), dw.get(), p, accum, nullptr);
+    dwconv_backward_filter_cuda(x.get(), dy.get(), dw.get(), p, accum, nullptr, scratch.fn());
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> got = dw.download<float>();
     (accum == BfcAccum::ha ? r.dw_ha : r.dw_fp32).assign(got.begin(), got.end());
@@ -161,10 +164,23 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case({1, 17, 34, 72, 4, 6, 1, 1, 1, 2, 3, 2}, seed++, 0, false);    // even filter, asymmetric padding
   check_case({1, 17, 34, 72, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // padding > F-1: backward-data crops
   check_case({1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3}, seed++, 0, false);    // stride 2, asymmetric padding
-  check_case(same(1, 17, 34, 12, 7, 7), seed++, 0, true);                   // C % 8 != 0
+  check_case(same(1, 17, 34, 12, 7, 7), seed++, 0, true);                   // C % 8 != 0: padded to 16
   check_case(same(1, 17, 34, 7, 3, 3), seed++, 0, true);                    // C odd
+  check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips and widths: padded
+  check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);
+  check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
   check_case(same(2, 9, 7, 40, 29, 29), seed++, 0, true);                   // output narrower than 8: T1
   check_case(same(1, 17, 20, 136, 11, 11), seed++, 0, true);                // T2, three channel blocks
+}
+
+// pad=off keeps odd channel counts on the direct kernels (padded plans are the default, above).
+TEST(DwconvFp16Gpu, OddChannelsUnpaddedMatchReference) {
+  CNN_REQUIRE_GPU();
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("pad=off", "test"));
+  check_case(same(1, 17, 34, 12, 7, 7), 601, 0, false);
+  check_case(same(1, 13, 20, 249, 5, 51), 602, 0, false);
+  set_overrides(saved);
 }
 
 TEST(DwconvFp16Gpu, MisalignedPointersTakeDirectPathAndMatch) {
@@ -524,11 +540,11 @@ TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
   __half dummy{};
   float dummy_f = 0;
-  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr, {}), cnn::Error);
   p.fh = 3, p.stride_h = 0;
-  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr, {}), cnn::Error);
   p.stride_h = 1;
-  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, &dummy, &dummy_f, p, BfcAccum::ha, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, &dummy, &dummy_f, p, BfcAccum::ha, nullptr, {}), cnn::Error);
   // The TMA kernel's lane configurations: two rows per thread exist only with 8-byte lanes, and lanes are 8 or 16.
   const ConvGeometry g = forward_geometry(same(1, 17, 34, 72, 5, 5).params());
   const auto refused = [](const auto& call, const std::string& why) {

@@ -15,6 +15,8 @@
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/scratch_buffer.h"
+#include "kernels/dwconv/cuda/select.h"
 #include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
@@ -137,8 +139,9 @@ void run_forward_and_backward_data(const Case& k, uint64_t seed, size_t misalign
   ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, p.y_elems() * sizeof(float)), cudaSuccess);  // NaN poison
   ASSERT_EQ(cudaMemset(dx_d.get(), 0xFF, p.x_elems() * sizeof(float)), cudaSuccess);
 
-  dwconv_forward_cuda(x_d.get(), w_d.get(), b_d.get(), y_d.get(), p, nullptr);
-  dwconv_backward_data_cuda(dy_d.get(), w_d.get(), dx_d.get(), p, nullptr);
+  ScratchBuffer scratch;
+  dwconv_forward_cuda(x_d.get(), w_d.get(), b_d.get(), y_d.get(), p, nullptr, scratch.fn());
+  dwconv_backward_data_cuda(dy_d.get(), w_d.get(), dx_d.get(), p, nullptr, scratch.fn());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   expect_close(download(y_d, p.y_elems()), y_ref, y_mag, p.fh * p.fw + 1,
@@ -165,7 +168,9 @@ const std::vector<Case>& awkward_cases() {
       {1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3},       // stride 2, asymmetric padding
       {1, 18, 33, 8, 5, 5, 2, 1, 2, 2, 2, 2},        // stride 2x1
       same(1, 17, 34, 3, 7, 7),                      // C % 4 != 0
-      same(1, 17, 34, 130, 9, 9),                    // C % 4 != 0, several channel blocks
+      same(1, 17, 34, 130, 9, 9),                    // C % 4 != 0 (padded to 132), several channel blocks
+      same(1, 13, 20, 249, 5, 51),                   // SLaK's strip and width, padded to 252
+      same(2, 15, 12, 499, 51, 5),
       same(1, 1, 1, 36, 3, 3),                       // 1x1 map
       same(3, 40, 70, 100, 17, 17),                  // C % 32 != 0 with the vector path, several tiles
   };
@@ -176,6 +181,16 @@ TEST(DwconvGpu, ForwardAndBackwardDataMatchReference) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 1000;
   for (const Case& k : awkward_cases()) run_forward_and_backward_data(k, seed++, 0);
+}
+
+// pad=off keeps odd channel counts on the direct kernel (padded plans are the default, above).
+TEST(DwconvGpu, OddChannelsUnpaddedMatchReference) {
+  CNN_REQUIRE_GPU();
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("pad=off", "test"));
+  run_forward_and_backward_data(same(1, 17, 34, 3, 7, 7), 611, 0);
+  run_forward_and_backward_data(same(1, 13, 20, 249, 5, 51), 612, 0);
+  set_overrides(saved);
 }
 
 TEST(DwconvGpu, MisalignedPointersTakeDirectPathAndMatch) {
@@ -317,11 +332,11 @@ TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
   DwconvParams p;
   p.n = 1, p.ih = 4, p.iw = 4, p.c = 8, p.fh = 9, p.fw = 3;  // filter taller than the unpadded input
   float dummy = 0;
-  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_forward_cuda(&dummy, &dummy, nullptr, &dummy, p, nullptr, {}), cnn::Error);
   p.fh = 3, p.stride_h = 0;
-  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_backward_data_cuda(&dummy, &dummy, &dummy, p, nullptr, {}), cnn::Error);
   p.stride_h = 1;
-  EXPECT_THROW(dwconv_forward_cuda(nullptr, &dummy, nullptr, &dummy, p, nullptr), cnn::Error);
+  EXPECT_THROW(dwconv_forward_cuda(nullptr, &dummy, nullptr, &dummy, p, nullptr, {}), cnn::Error);
 }
 
 }  // namespace

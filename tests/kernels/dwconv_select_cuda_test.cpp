@@ -31,15 +31,16 @@ std::string error_of(const std::string& text) {
 TEST(DwconvSelect, ParsesEveryOverrideKey) {
   const Overrides o = parse_overrides(
       "fwd=ring,bfc=strip,gemv=16+ring+whole,tma_lane=8,tma_rows=2,tma_cols=16,tma_stages=4,ring_mma=taps,"
-      "cc_groups=2,bfc_tile=3x13,verbose",
+      "cc_groups=2,bfc_tile=3x13,pad=off,verbose",
       "VAR");
   EXPECT_TRUE(o.fwd == Kernel::fwd_tc_ring && o.bfc == Kernel::bfc_strip_f16);
   EXPECT_TRUE(o.gemv && o.gemv->tm == 16 && o.gemv->prefetch && o.gemv->whole_filter);
   EXPECT_TRUE(o.tma_lane == 8 && o.tma_rows == 2 && o.tma_cols == 16 && o.tma_stages == 4);
   EXPECT_TRUE(o.ring_mma == RingMma::taps && o.cc_groups == 2 && o.verbose);
-  EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13);
+  EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
+  EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
   const Overrides empty = parse_overrides("", "VAR");
-  EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.verbose);
+  EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
   EXPECT_TRUE(g8.tm == 8 && !g8.prefetch && !g8.whole_filter);
 }
@@ -51,7 +52,8 @@ TEST(DwconvSelect, RejectsBadOverridesNamingTheKey) {
                                   std::pair{"gemv=16,ring", "key=value, got 'ring'"}, std::pair{"tma_cols=24", "tma_cols"},
                                   std::pair{"tma_stages=5", "tma_stages"}, std::pair{"ring_mma=k16", "ring_mma"},
                                   std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
-                                  std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"}}) {
+                                  std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"},
+                                  std::pair{"pad=yes", "pad"}}) {
     const std::string e = error_of(text);
     EXPECT_EQ(e.rfind("VAR", 0), 0u) << text << ": '" << e << "'";
     EXPECT_NE(e.find(key), std::string::npos) << text << ": '" << e << "'";
@@ -85,11 +87,13 @@ TEST(DwconvSelectGpu, Fp32Plans) {
   const Plan k7 = fwd(same_pad(1, 17, 34, 72, 7, 7));
   EXPECT_TRUE(k7.kernel == Kernel::fwd_gemv && k7.gemv.tm == 16 && !k7.gemv.prefetch && k7.gemv.whole_filter);
   EXPECT_EQ(fwd(same_pad(1, 17, 8, 72, 7, 7)).gemv.tm, 8);  // narrow map
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7)).kernel, Kernel::direct);
+  const Plan odd = fwd(same_pad(1, 17, 34, 6, 7, 7));  // C % 4 != 0: the GEMV kernel on 8 padded channels
+  EXPECT_TRUE(odd.kernel == Kernel::fwd_gemv && odd.padded_c == 8);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7, 2)).kernel, Kernel::direct);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7, 2)).padded_c, 0);  // strided: direct, unpadded
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct);
-  EXPECT_EQ(select(DwconvOp::backward_filter, DType::f32, same_pad(1, 17, 34, 6, 7, 7), BfcAccum::fp32, 4, none).kernel,
-            Kernel::bfc_tile);
+  const Plan bfc = select(DwconvOp::backward_filter, DType::f32, same_pad(1, 17, 34, 6, 7, 7), BfcAccum::fp32, 4, none);
+  EXPECT_TRUE(bfc.kernel == Kernel::bfc_tile && bfc.padded_c == 8);
 }
 
 // The FP16 table: TMA at 3x3 (16-column tiles) and 5x5 (two rows, two stages), the register kernel at other FW <= 5,
@@ -113,15 +117,48 @@ TEST(DwconvSelectGpu, Fp16Plans) {
     EXPECT_TRUE(plan.kernel == Kernel::fwd_tc_ring && plan.ring_mma == RingMma::pairs && plan.ring_q == 4) << f;
   }
   EXPECT_EQ(fwd(same_pad(1, 17, 80, 72, 65, 65)).kernel, Kernel::fwd_tc);
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 12, 7, 7)).kernel, Kernel::direct);
   const auto bfc = [&](const DwconvParams& p, int align = 16) {
     return select(DwconvOp::backward_filter, DType::f16, p, BfcAccum::ha, align, none).kernel;
   };
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3)), Kernel::bfc_strip_f16);
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 5, 5)), Kernel::bfc_tile);
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3, 2)), Kernel::bfc_tile);
-  EXPECT_EQ(bfc(same_pad(1, 17, 34, 12, 3, 3, 2)), Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 8), Kernel::bfc_strip_f16);
+}
+
+// Channel counts the vector kernels cannot take run them on padded copies (Plan::padded_c): stride-1 forward-style
+// ops and backward-filter, except where the FP16 strip kernel takes C % 4 == 0 unpadded; strided forward-style ops,
+// a forced direct or row-warp kernel and pad=off stay unpadded.
+TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
+  CNN_REQUIRE_GPU();
+  const auto plan = [](DwconvOp op, DType dtype, const DwconvParams& p, const char* text = "") {
+    return select(op, dtype, p, BfcAccum::fp32, 16, parse_overrides(text, "VAR"));
+  };
+  const DwconvOp fwd = DwconvOp::forward, bdc = DwconvOp::backward_data, bfc = DwconvOp::backward_filter;
+  for (DwconvOp op : {fwd, bdc}) {
+    const Plan strip = plan(op, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
+    EXPECT_TRUE(strip.kernel == Kernel::fwd_cc_f16 && strip.padded_c == 128);
+    const Plan wide = plan(op, DType::f16, same_pad(1, 17, 34, 249, 5, 51));
+    EXPECT_TRUE(wide.kernel == Kernel::fwd_tc_ring && wide.padded_c == 256);
+    EXPECT_EQ(plan(op, DType::f32, same_pad(1, 17, 34, 249, 13, 13)).padded_c, 252);
+    EXPECT_EQ(plan(op, DType::f32, same_pad(1, 17, 34, 124, 13, 13)).padded_c, 0);  // C % 4 == 0
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7, 2)).padded_c, 0);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "fwd=direct").padded_c, 0);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::direct);
+  }
+  const Plan tile = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
+  EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);
+  const Plan strip = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
+  EXPECT_TRUE(strip.kernel == Kernel::bfc_strip_f16 && strip.padded_c == 0);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
+  EXPECT_EQ(plan(bfc, DType::f32, same_pad(1, 17, 34, 499, 7, 7)).padded_c, 500);
+  const std::string name = dwconv_path_name(fwd, same_pad(1, 17, 34, 249, 5, 51), DType::f16);
+  EXPECT_NE(name.find("tc-ring"), std::string::npos) << name;
+  EXPECT_NE(name.find("(channels padded 249->256)"), std::string::npos) << name;
 }
 
 // A forced kernel that cannot run the shape is an error naming it, never a fallback.

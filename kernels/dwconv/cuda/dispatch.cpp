@@ -1,5 +1,6 @@
 // CUDA entry points of the depthwise ops (dwconv_cuda.h), FP32 and FP16: validate, ask select() for the plan, launch
-// it. The switches below are the only place that maps a plan's kernel to its launcher.
+// it (on channel-padded copies in the caller's scratch when the plan pads). The switches below are the only place
+// that maps a plan's kernel to its launcher.
 #include <type_traits>
 
 #include "core/cuda_check.h"
@@ -65,6 +66,73 @@ void run_backward_filter(const __half* x, const __half* dy, float* dw, const Dwc
   }
 }
 
+// ---- Padded plans: pad the inputs' channels into scratch, run the plan there, copy the output's channels back.
+
+// Offsets of consecutive 256-byte-aligned pieces of one scratch buffer.
+struct ScratchLayout {
+  size_t total = 0;
+  size_t add(size_t bytes) {
+    const size_t at = total;
+    total += (bytes + 255) / 256 * 256;
+    return at;
+  }
+};
+
+char* scratch_base(const DwconvScratch& scratch, size_t bytes, const char* name) {
+  CNN_CHECK(scratch, name, ": this channel count runs on padded copies and needs scratch memory (DwconvScratch)");
+  char* base = static_cast<char*>(scratch(bytes));
+  CNN_CHECK(base != nullptr && aligned16(base), name, ": the scratch for padded channels is null or not 16-byte aligned");
+  return base;
+}
+
+template <class T>
+size_t bytes_of(int64_t elems) {
+  return size_t(elems) * sizeof(T);
+}
+
+// A forward-style plan (forward: src X -> dst Y; stride-1 backward-data: dY -> dX) on padded channels.
+template <class T>
+void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const T* bias, T* dst, int64_t dst_rows,
+                              const DwconvParams& p, const Plan& plan, cudaStream_t stream,
+                              const DwconvScratch& scratch, const char* name) {
+  const int c = p.c, cp = plan.padded_c;
+  const int64_t taps = int64_t(p.fh) * p.fw;
+  ScratchLayout l;
+  const size_t o_src = l.add(bytes_of<T>(src_rows * cp)), o_dst = l.add(bytes_of<T>(dst_rows * cp)),
+               o_w = l.add(bytes_of<T>(taps * cp)), o_bias = l.add(bias ? bytes_of<T>(cp) : 0);
+  char* base = scratch_base(scratch, l.total, name);
+  T* src_p = reinterpret_cast<T*>(base + o_src);
+  T* dst_p = reinterpret_cast<T*>(base + o_dst);
+  T* w_p = reinterpret_cast<T*>(base + o_w);
+  T* bias_p = bias ? reinterpret_cast<T*>(base + o_bias) : nullptr;
+  launch_pad_channels(src, src_p, src_rows, c, cp, stream);
+  launch_pad_channels(w, w_p, taps, c, cp, stream);
+  if (bias) launch_pad_channels(bias, bias_p, 1, c, cp, stream);
+  run_forward_style(src_p, w_p, bias_p, dst_p, plan, stream);
+  launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
+}
+
+template <class T>
+void run_backward_filter_padded(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                                const Plan& plan, cudaStream_t stream, const DwconvScratch& scratch,
+                                const char* name) {
+  DwconvParams q = p;
+  q.c = plan.padded_c;
+  const int64_t x_rows = int64_t(p.n) * p.ih * p.iw, dy_rows = int64_t(p.n) * p.oh() * p.ow(),
+                taps = int64_t(p.fh) * p.fw;
+  ScratchLayout l;
+  const size_t o_x = l.add(bytes_of<T>(x_rows * q.c)), o_dy = l.add(bytes_of<T>(dy_rows * q.c)),
+               o_dw = l.add(bytes_of<float>(taps * q.c));
+  char* base = scratch_base(scratch, l.total, name);
+  T* x_p = reinterpret_cast<T*>(base + o_x);
+  T* dy_p = reinterpret_cast<T*>(base + o_dy);
+  float* dw_p = reinterpret_cast<float*>(base + o_dw);
+  launch_pad_channels(x, x_p, x_rows, p.c, q.c, stream);
+  launch_pad_channels(dy, dy_p, dy_rows, p.c, q.c, stream);
+  run_backward_filter(x_p, dy_p, dw_p, q, accum, plan, stream);
+  launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);
+}
+
 // The plan for op, after the entry point's checks, logged when the verbose override is on.
 Plan plan_for(DwconvOp op, DType dtype, const char* name, const DwconvParams& p, BfcAccum accum, const void* a,
               const char* a_name, const void* b, const char* b_name, const void* bias, void* out,
@@ -82,58 +150,73 @@ const char* entry_name(const char* f32, const char* f16) {
   return kDType<T> == DType::f32 ? f32 : f16;
 }
 
+int64_t x_rows(const DwconvParams& p) { return int64_t(p.n) * p.ih * p.iw; }
+int64_t y_rows(const DwconvParams& p) { return int64_t(p.n) * p.oh() * p.ow(); }
+
 template <class T>
-void forward(const T* x, const T* w, const T* bias, T* y, const DwconvParams& p, cudaStream_t stream) {
+void forward(const T* x, const T* w, const T* bias, T* y, const DwconvParams& p, cudaStream_t stream,
+             const DwconvScratch& scratch) {
   const char* name = entry_name<T>("dwconv_forward_cuda", "dwconv_forward_cuda(f16)");
   const Plan plan = plan_for(DwconvOp::forward, kDType<T>, name, p, BfcAccum::fp32, x, "x", w, "w", bias, y, "y");
-  run_forward_style(x, w, bias, y, plan, stream);
+  if (plan.padded_c > 0)
+    run_forward_style_padded(x, x_rows(p), w, bias, y, y_rows(p), p, plan, stream, scratch, name);
+  else
+    run_forward_style(x, w, bias, y, plan, stream);
 }
 
 template <class T>
-void backward_data(const T* dy, const T* w, T* dx, const DwconvParams& p, cudaStream_t stream) {
+void backward_data(const T* dy, const T* w, T* dx, const DwconvParams& p, cudaStream_t stream,
+                   const DwconvScratch& scratch) {
   const char* name = entry_name<T>("dwconv_backward_data_cuda", "dwconv_backward_data_cuda(f16)");
   const Plan plan =
       plan_for(DwconvOp::backward_data, kDType<T>, name, p, BfcAccum::fp32, dy, "dy", w, "w", nullptr, dx, "dx");
-  if (p.stride_h == 1 && p.stride_w == 1)
-    run_forward_style(dy, w, nullptr, dx, plan, stream);
-  else
+  if (p.stride_h != 1 || p.stride_w != 1)
     run_strided_backward_data(dy, w, dx, p, plan, stream);
+  else if (plan.padded_c > 0)
+    run_forward_style_padded(dy, y_rows(p), w, static_cast<const T*>(nullptr), dx, x_rows(p), p, plan, stream,
+                             scratch, name);
+  else
+    run_forward_style(dy, w, nullptr, dx, plan, stream);
 }
 
 template <class T>
-void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum, cudaStream_t stream) {
+void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum, cudaStream_t stream,
+                     const DwconvScratch& scratch) {
   const char* name = entry_name<T>("dwconv_backward_filter_cuda", "dwconv_backward_filter_cuda(f16)");
   const Plan plan =
       plan_for(DwconvOp::backward_filter, kDType<T>, name, p, accum, x, "x", dy, "dy", nullptr, dw, "dw");
-  run_backward_filter(x, dy, dw, p, accum, plan, stream);
+  if (plan.padded_c > 0)
+    run_backward_filter_padded(x, dy, dw, p, accum, plan, stream, scratch, name);
+  else
+    run_backward_filter(x, dy, dw, p, accum, plan, stream);
 }
 
 }  // namespace
 
 void dwconv_forward_cuda(const float* x, const float* w, const float* bias, float* y, const DwconvParams& p,
-                         cudaStream_t stream) {
-  forward(x, w, bias, y, p, stream);
+                         cudaStream_t stream, const DwconvScratch& scratch) {
+  forward(x, w, bias, y, p, stream, scratch);
 }
 void dwconv_backward_data_cuda(const float* dy, const float* w, float* dx, const DwconvParams& p,
-                               cudaStream_t stream) {
-  backward_data(dy, w, dx, p, stream);
+                               cudaStream_t stream, const DwconvScratch& scratch) {
+  backward_data(dy, w, dx, p, stream, scratch);
 }
 void dwconv_backward_filter_cuda(const float* x, const float* dy, float* dw, const DwconvParams& p,
-                                 cudaStream_t stream) {
-  backward_filter(x, dy, dw, p, BfcAccum::fp32, stream);
+                                 cudaStream_t stream, const DwconvScratch& scratch) {
+  backward_filter(x, dy, dw, p, BfcAccum::fp32, stream, scratch);
 }
 
 void dwconv_forward_cuda(const __half* x, const __half* w, const __half* bias, __half* y, const DwconvParams& p,
-                         cudaStream_t stream) {
-  forward(x, w, bias, y, p, stream);
+                         cudaStream_t stream, const DwconvScratch& scratch) {
+  forward(x, w, bias, y, p, stream, scratch);
 }
 void dwconv_backward_data_cuda(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
-                               cudaStream_t stream) {
-  backward_data(dy, w, dx, p, stream);
+                               cudaStream_t stream, const DwconvScratch& scratch) {
+  backward_data(dy, w, dx, p, stream, scratch);
 }
 void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
-                                 cudaStream_t stream) {
-  backward_filter(x, dy, dw, p, accum, stream);
+                                 cudaStream_t stream, const DwconvScratch& scratch) {
+  backward_filter(x, dy, dw, p, accum, stream, scratch);
 }
 
 }  // namespace cnn::dwconv

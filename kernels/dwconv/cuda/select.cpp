@@ -80,6 +80,28 @@ int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   /
 // row-warp kernel takes what neither can (FP16 page, backward-filter rows).
 constexpr int kBfcStripMaxTaps = 9;
 
+// Channel padding: a channel count the vector kernels cannot take (C % 8 FP16, C % 4 FP32; SLaK's 124 / 249 / 499 /
+// 998) otherwise falls to the direct kernel, one channel per thread. Padding costs a copy of each input and output
+// (two or three map-sized memory passes) and CP / C more work, far less than the direct kernel's loss at any filter
+// the fast kernels take; strided forward-style ops stay direct (no fast kernel takes them). FP16 backward-filter
+// pads only where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
+int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
+
+int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
+  const int vec = vector_width(dtype);
+  if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
+  const int cp = (p.c + vec - 1) / vec * vec;
+  if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
+  if (op == DwconvOp::backward_filter) {
+    if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
+    const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
+    const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
+    return strip_unpadded && strip_wins ? 0 : cp;
+  }
+  if (!stride1(p) || (o.fwd && *o.fwd == Kernel::direct)) return 0;
+  return cp;
+}
+
 // ---- Overrides --------------------------------------------------------------------------------------------------
 
 template <class... A>
@@ -169,10 +191,13 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
     o.cc_groups = parse_choice(key, value, {1, 2, 4}, what);
   } else if (key == "bfc_tile") {
     o.bfc_tile = bfc_parse_tile(value, what);
+  } else if (key == "pad") {
+    if (value != "on" && value != "off") bad_override(what, "pad must be on|off, got '", value, "'");
+    o.pad = value == "on";
   } else {
     bad_override(what, "unknown key '", key,
                  "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, cc_groups, bfc_tile, "
-                 "verbose)");
+                 "pad, verbose)");
   }
 }
 
@@ -243,8 +268,7 @@ void configure(Plan& plan, bool f16, const Overrides& o) {
 
 Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
   const bool f16 = dtype == DType::f16;
-  const int vec_c = f16 ? 8 : 4;
-  const bool vec = p.c % vec_c == 0 && align >= 16;
+  const bool vec = p.c % vector_width(dtype) == 0 && align >= 16;
   const bool eligible = stride1(p) && vec;
   Plan plan;
   plan.vec = vec;
@@ -324,11 +348,27 @@ Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int
             dtype_name(dtype));
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha, "dwconv select: expected accumulation fp32 or ha, got ",
             static_cast<int>(accum));
+  if (const int cp = padded_channels(op, dtype, p, align, o)) {
+    DwconvParams q = p;
+    q.c = cp;
+    constexpr int kScratchAlign = 16;  // the padded copies live in the caller's scratch (DwconvScratch)
+    Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, kScratchAlign, o)
+                                                : forward_style(op, dtype, q, kScratchAlign, o);
+    plan.padded_c = cp;
+    return plan;
+  }
   if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, align, o);
   return forward_style(op, dtype, p, align, o);
 }
 
 std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, const Plan& plan) {
+  if (plan.padded_c > 0) {
+    DwconvParams q = p;
+    q.c = plan.padded_c;
+    Plan unpadded = plan;
+    unpadded.padded_c = 0;
+    return str_cat(plan_name(op, dtype, q, accum, unpadded), " (channels padded ", p.c, "->", plan.padded_c, ")");
+  }
   const bool f16 = dtype == DType::f16;
   const char* name = op == DwconvOp::forward ? "fwd" : op == DwconvOp::backward_data ? "bdc" : "bfc";
   const ConvGeometry& g = plan.g;

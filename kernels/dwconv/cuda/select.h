@@ -37,6 +37,7 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
 //   ring_mma=taps|pairs  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
+//   pad=on|off                              channel padding (Plan::padded_c) wherever it can run / never
 //   verbose                                 log each new (op, shape) -> plan line on stderr
 // A forced kernel that cannot run the shape is an error naming the override, never a silent fallback.
 struct Overrides {
@@ -47,6 +48,7 @@ struct Overrides {
   std::optional<RingMma> ring_mma;
   int cc_groups = 0;
   BfcTile bfc_tile{0, 0};  // r = 0: the planner's tile
+  std::optional<bool> pad;
   bool verbose = false;
 };
 // Parses the text form; a bad key or value is a one-line error that starts with `what` (e.g. "CNN_DWCONV").
@@ -59,6 +61,9 @@ void set_overrides(const Overrides& o);
 // What runs one op: the kernel and its configuration (only the kernel's own fields are meaningful).
 struct Plan {
   Kernel kernel = Kernel::direct;
+  // > 0: the kernel runs on copies of the tensors padded with zero channels to this many (a multiple of the vector
+  // width), and the output's first C channels are copied back; every other field describes the padded problem.
+  int padded_c = 0;
   ConvGeometry g;      // forward-style kernels: source -> destination geometry (flipped for backward-data)
   bool vec = false;    // direct kernels: the vector path (C % 4 FP32 / C % 8 FP16 and 16-byte aligned tensors)
   GemvConfig gemv;     // fwd_gemv
