@@ -5,7 +5,7 @@
                   [--reps 10] [--warmup 2] [--point-seconds 3] [--point-timeout 60] [--deadline EPOCH_S]
                   [--device cuda|cpu]
 
-The same convolution as apps/dwconv-bench (NHWC map N x H x W x C, C groups, odd square filter, stride 1, 'same'
+The same convolution as apps/dwconv-bench (NHWC map N x H x W x C, C groups, odd filter F or FHxFW, stride 1, 'same'
 padding, U(-1,1) inputs) through PyTorch as a user runs it: channels_last tensors, torch.backends.cudnn.benchmark on
 (PyTorch picks its algorithm on the first call of a shape), TF32 off (the FP32 baseline is FP32 arithmetic, as in
 dwconv-bench). fwd is F.conv2d; bdc and bfc are aten.convolution_backward with the output mask of the input or the
@@ -61,10 +61,16 @@ def parse_map(t):
 
 
 def parse_filter(t):
-    f = int(t)
-    if f < 1 or f % 2 == 0:
-        raise ValueError("expected an odd size ('same' padding F/2 on each side)")
-    return f
+    """'13' (square) or '51x5' (FH x FW), as dwconv-bench writes it; returns the text."""
+    dims = t.split('x')
+    if len(dims) > 2 or not all(d.isdigit() and int(d) >= 1 and int(d) % 2 == 1 for d in dims):
+        raise ValueError("expected F or FHxFW with odd sizes ('same' padding F/2 on each side)")
+    return t
+
+
+def filter_hw(f):
+    dims = [int(d) for d in f.split('x')]
+    return dims[0], dims[-1]
 
 
 def parse_op(t):
@@ -113,7 +119,8 @@ class Point:
 
     def __init__(self, m, f, dtype, device):
         n, h, w, c = (int(d) for d in m.split('x'))
-        self.pad = f // 2
+        fh, fw = filter_hw(f)
+        self.pad = [fh // 2, fw // 2]
         self.groups = c
         elems_bytes = n * h * w * c * torch.tensor([], dtype=dtype).element_size()
         copies = 1
@@ -122,19 +129,19 @@ class Point:
             if elems_bytes < 2 * l2:
                 copies = -(-2 * l2 // elems_bytes) + 1
         cl = torch.channels_last
-        gen = torch.Generator(device=device).manual_seed(20261201 + f)
+        gen = torch.Generator(device=device).manual_seed(20261201 + fh if fh == fw else 20261201 + 1000 * fh + fw)
 
         def uniform(*shape):
             return (torch.rand(*shape, generator=gen, device=device) * 2 - 1).to(dtype).contiguous(memory_format=cl)
 
         self.x = [uniform(n, c, h, w) for _ in range(copies)]
         self.dy = [uniform(n, c, h, w) for _ in range(copies)]
-        self.w = uniform(c, 1, f, f)
+        self.w = uniform(c, 1, fh, fw)
         self.copies = copies
 
     def run(self, op, i):
         x, dy = self.x[i % self.copies], self.dy[i % self.copies]
-        p, g = [self.pad, self.pad], self.groups
+        p, g = self.pad, self.groups
         if op == 'fwd':
             return F.conv2d(x, self.w, padding=self.pad, groups=g)
         mask = [op == 'bdc', op == 'bfc', False]

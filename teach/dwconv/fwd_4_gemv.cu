@@ -11,7 +11,7 @@ std::string forward_gemv_unsupported(const DwconvParams& p, const void* x, const
 }
 
 void forward_gemv_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream) {
-  launch_gemv_row<8>("teach forward_gemv", x, w, y, p, stream);
+  launch_gemv_row<8, float4>("teach forward_gemv", x, w, y, p, stream);
 }
 
 }  // namespace cnn::teach

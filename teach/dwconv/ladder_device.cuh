@@ -20,9 +20,19 @@ __device__ __forceinline__ void fma4(float4& acc, const float4 a, const float4 b
   acc.w = fmaf(a.w, b.w, acc.w);
 }
 
+__device__ __forceinline__ void fma_vec(float4& acc, const float4 a, const float4 b) { fma4(acc, a, b); }
+__device__ __forceinline__ void fma_vec(float2& acc, const float2 a, const float2 b) {
+  acc.x = fmaf(a.x, b.x, acc.x);
+  acc.y = fmaf(a.y, b.y, acc.y);
+}
+
 // p[i] through the read-only cache when `ok`, else zeros (padding, or channels past C).
 __device__ __forceinline__ float4 load4_or_zero(const float4* p, int64_t i, bool ok) {
   return ok ? __ldg(p + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+__device__ __forceinline__ float4 load_or_zero(const float4* p, int64_t i, bool ok) { return load4_or_zero(p, i, ok); }
+__device__ __forceinline__ float2 load_or_zero(const float2* p, int64_t i, bool ok) {
+  return ok ? __ldg(p + i) : make_float2(0.f, 0.f);
 }
 
 // Same, as a 128-bit load through L1 (ld.global.nc) that stays where the code puts it (volatile, and a memory
@@ -35,6 +45,14 @@ __device__ __forceinline__ float4 load4_ordered_or_zero(const float4* p, int i, 
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                  : "l"(p + i)
                  : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 load_ordered_or_zero(const float4* p, int i, bool ok) {
+  return load4_ordered_or_zero(p, i, ok);
+}
+__device__ __forceinline__ float2 load_ordered_or_zero(const float2* p, int i, bool ok) {  // the 64-bit form
+  float2 v = make_float2(0.f, 0.f);
+  if (ok) asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p + i) : "memory");
   return v;
 }
 
