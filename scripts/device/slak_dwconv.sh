@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# GPU call for the depthwise fast-path bars of issue 22 (odd channel counts and strip filters): SLaK-T's depthwise
+# shapes at batch 64, 256x256 images (stage s: 64 / 2^s square maps with 124, 249, 499, 998 channels; strips FKx5
+# and 5xFK with FK = 51, 49, 47, 13, the 5x5 small kernel) beside their aligned twins (C rounded up to a multiple of
+# 8) and a square filter of about the strip's taps, FP16 and FP32, three ops; ours with cuDNN's engines, the FP16
+# odd-channel points again with pad=off (the direct kernels), and PyTorch on the same points. First the GPU suites
+# of the depthwise kernels and the teaching ladder, and the ladder's H200 table.
+# Results under $OUT: slak-dwconv.tgz (CSVs and logs), dwconv-ladder-h200.{csv,log}; a summary last.
+# Carry: .device/bundle.tar.xz (scripts/device-bundle.sh).
+set -uo pipefail
+# shellcheck source=scripts/gpu-bundle-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../gpu-bundle-env.sh"
+cd "$root"
+export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
+bin="$bundle/bin"
+work=/tmp/slak-dwconv
+rm -rf "$work"
+mkdir -p "$work"
+trap 'tar -C /tmp -czf "$out/slak-dwconv.tgz" slak-dwconv' EXIT
+SECONDS=0
+summary=()
+nvidia-smi -L > "$work/nvidia-smi.txt" 2>&1
+cat "$bundle/commit" > "$work/build.txt" 2>/dev/null
+
+for t in kernels teach; do
+  timeout 150 "$bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/${t}_tests.log" 2>&1
+  summary+=("${t}_tests *Gpu* rc=$? ${SECONDS}s $(grep -E '^\[  (PASSED|FAILED)' "$work/${t}_tests.log" | tr '\n' ' ')")
+  grep -E '^\[  FAILED  \] [A-Z]' "$work/${t}_tests.log" | head -8 >> "$work/failures.txt"
+done
+timeout 200 "$bin/dwconv-ladder" --device gpu --out "$out/dwconv-ladder-h200.csv" > "$out/dwconv-ladder-h200.log" 2>&1
+summary+=("dwconv-ladder rc=$? ${SECONDS}s")
+
+# stage: map (odd C), its aligned twin, filters
+stages=(
+  "64x64x64x124 64x64x64x128 51x5,5x51,5,15,17"
+  "64x32x32x249 64x32x32x256 49x5,5x49,5,15,17"
+  "64x16x16x499 64x16x16x504 47x5,5x47,5,15,17"
+  "64x8x8x998 64x8x8x1000 13x5,5x13,5,9"
+)
+for dt in f16 f32; do
+  for s in "${stages[@]}"; do
+    read -r odd even filters <<< "$s"
+    tag="${dt}_${odd}"
+    timeout 100 "$bin/dwconv-bench" --dtype "$dt" --maps "$odd,$even" --filters "$filters" --reps 10 --warmup 2 \
+      --cudnn-engines --no-cudnn-legacy --cudnn-probe-budget 1500 --out "$work/ours_$tag.csv" \
+      > "$work/ours_$tag.log" 2>&1
+    summary+=("ours $tag rc=$? ${SECONDS}s")
+  done
+done
+for s in "${stages[@]}"; do
+  read -r odd even filters <<< "$s"
+  timeout 60 "$bin/dwconv-bench" --dtype f16 --maps "$odd" --filters "$filters" --reps 5 --warmup 1 --no-cudnn \
+    --kernel pad=off --out "$work/padoff_f16_$odd.csv" > "$work/padoff_f16_$odd.log" 2>&1
+  summary+=("pad=off f16 $odd rc=$? ${SECONDS}s")
+done
+for dt in f16 f32; do
+  for s in "${stages[@]}"; do
+    read -r odd even filters <<< "$s"
+    timeout 90 python3 bench/dwconv_torch.py --dtype "$dt" --maps "$odd,$even" --filters "$filters" \
+      --ops fwd,bdc,bfc --reps 10 --warmup 2 --point-seconds 1 --point-timeout 20 \
+      --out "$work/torch_${dt}_$odd.csv" > "$work/torch_${dt}_$odd.log" 2>&1
+    summary+=("torch $dt $odd rc=$? ${SECONDS}s")
+  done
+done
+
+echo "==== scripts/device/slak_dwconv.sh (${SECONDS}s) ===="
+printf '%s\n' "${summary[@]}"
+[ -s "$work/failures.txt" ] && cat "$work/failures.txt"
+grep -E '^gpu ' "$out/dwconv-ladder-h200.log" | cut -c5-120
