@@ -22,13 +22,19 @@ summary=()
 nvidia-smi -L > "$work/nvidia-smi.txt" 2>&1
 cat "$bundle/commit" > "$work/build.txt" 2>/dev/null
 
+end=$((SECONDS + ${SLAK_DWCONV_SECONDS:-560}))  # every step is skipped, and said so, once the time is spent
+step() {  # step LIMIT_S TAG command...: runs with the smaller of LIMIT_S and the time left
+  local limit=$1 tag=$2 left=$((end - SECONDS)); shift 2
+  if [ "$left" -lt 15 ]; then summary+=("not run (time): $tag"); return; fi
+  timeout $((limit < left ? limit : left)) "$@"
+  summary+=("$tag rc=$? ${SECONDS}s")
+}
+
 for t in kernels teach; do
-  timeout 150 "$bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/${t}_tests.log" 2>&1
-  summary+=("${t}_tests *Gpu* rc=$? ${SECONDS}s $(grep -E '^\[  (PASSED|FAILED)' "$work/${t}_tests.log" | tr '\n' ' ')")
+  step 150 "${t}_tests *Gpu*" "$bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/${t}_tests.log" 2>&1
+  grep -E '^\[  (PASSED|FAILED)' "$work/${t}_tests.log" | tr '\n' ' ' >> "$work/tests.txt"
   grep -E '^\[  FAILED  \] [A-Z]' "$work/${t}_tests.log" | head -8 >> "$work/failures.txt"
 done
-timeout 200 "$bin/dwconv-ladder" --device gpu --out "$out/dwconv-ladder-h200.csv" > "$out/dwconv-ladder-h200.log" 2>&1
-summary+=("dwconv-ladder rc=$? ${SECONDS}s")
 
 # stage: map (odd C), its aligned twin, filters
 stages=(
@@ -37,33 +43,38 @@ stages=(
   "64x16x16x499 64x16x16x504 47x5,5x47,5,15,17"
   "64x8x8x998 64x8x8x1000 13x5,5x13,5,9"
 )
-for dt in f16 f32; do
+ours() {  # ours DTYPE LIMIT_S
+  local s odd even filters
   for s in "${stages[@]}"; do
     read -r odd even filters <<< "$s"
-    tag="${dt}_${odd}"
-    timeout 100 "$bin/dwconv-bench" --dtype "$dt" --maps "$odd,$even" --filters "$filters" --reps 10 --warmup 2 \
-      --cudnn-engines --no-cudnn-legacy --cudnn-probe-budget 1500 --out "$work/ours_$tag.csv" \
-      > "$work/ours_$tag.log" 2>&1
-    summary+=("ours $tag rc=$? ${SECONDS}s")
+    step "$2" "ours $1 $odd" "$bin/dwconv-bench" --dtype "$1" --maps "$odd,$even" --filters "$filters" --reps 10 \
+      --warmup 2 --cudnn-engines --no-cudnn-legacy --cudnn-probe-budget 1500 --out "$work/ours_$1_$odd.csv" \
+      > "$work/ours_$1_$odd.log" 2>&1
   done
-done
+}
+torch() {  # torch DTYPE LIMIT_S
+  local s odd even filters
+  for s in "${stages[@]}"; do
+    read -r odd even filters <<< "$s"
+    step "$2" "torch $1 $odd" python3 bench/dwconv_torch.py --dtype "$1" --maps "$odd,$even" --filters "$filters" \
+      --ops fwd,bdc,bfc --reps 10 --warmup 2 --point-seconds 1 --point-timeout 20 --out "$work/torch_$1_$odd.csv" \
+      > "$work/torch_$1_$odd.log" 2>&1
+  done
+}
+ours f16 70
+torch f16 45
 for s in "${stages[@]}"; do
   read -r odd even filters <<< "$s"
-  timeout 60 "$bin/dwconv-bench" --dtype f16 --maps "$odd" --filters "$filters" --reps 5 --warmup 1 --no-cudnn \
-    --kernel pad=off --out "$work/padoff_f16_$odd.csv" > "$work/padoff_f16_$odd.log" 2>&1
-  summary+=("pad=off f16 $odd rc=$? ${SECONDS}s")
+  step 30 "pad=off f16 $odd" "$bin/dwconv-bench" --dtype f16 --maps "$odd" --filters "$filters" --reps 5 --warmup 1 \
+    --no-cudnn --kernel pad=off --out "$work/padoff_f16_$odd.csv" > "$work/padoff_f16_$odd.log" 2>&1
 done
-for dt in f16 f32; do
-  for s in "${stages[@]}"; do
-    read -r odd even filters <<< "$s"
-    timeout 90 python3 bench/dwconv_torch.py --dtype "$dt" --maps "$odd,$even" --filters "$filters" \
-      --ops fwd,bdc,bfc --reps 10 --warmup 2 --point-seconds 1 --point-timeout 20 \
-      --out "$work/torch_${dt}_$odd.csv" > "$work/torch_${dt}_$odd.log" 2>&1
-    summary+=("torch $dt $odd rc=$? ${SECONDS}s")
-  done
-done
+step 150 "dwconv-ladder" "$bin/dwconv-ladder" --device gpu --out "$out/dwconv-ladder-h200.csv" \
+  > "$out/dwconv-ladder-h200.log" 2>&1
+ours f32 70
+torch f32 45
 
 echo "==== scripts/device/slak_dwconv.sh (${SECONDS}s) ===="
 printf '%s\n' "${summary[@]}"
+cat "$work/tests.txt"; echo
 [ -s "$work/failures.txt" ] && cat "$work/failures.txt"
 grep -E '^gpu ' "$out/dwconv-ladder-h200.log" | cut -c5-120
