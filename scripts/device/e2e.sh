@@ -4,6 +4,8 @@
 # (FP32 and AMP, ours and PyTorch, the loss check). Results under $OUT: e2e.csv, e2e-h200.md, loss_check.jsonl,
 # profile_*.txt, e2e-logs.tgz; a short summary last.
 # usage: scripts/device/e2e.sh [bench/e2e.sh options, e.g. --models convmixer_768_32,slak_tiny]
+# Environment: E2E_PROFILE (models to profile, default "convmixer_768_32 slak_tiny"), E2E_SECONDS (bench/e2e.sh's
+# limit, default 480).
 # Carry: .device/bundle.tar.xz (scripts/device-bundle.sh). Set CNN_COMMIT to the bundle's commit for the results page.
 set -uo pipefail
 # shellcheck source=scripts/gpu-bundle-env.sh
@@ -25,13 +27,13 @@ for t in core layers models; do
   grep -E '^\[  FAILED' "$logs/${t}_tests.log" | head -5 >> "$logs/failures.txt"
 done
 
-for m in convmixer_768_32 slak_tiny; do
+for m in ${E2E_PROFILE-convmixer_768_32 slak_tiny}; do
   timeout 150 "$bin/cnn-train" --model "$m" --synthetic --amp --device cuda --batch-size 64 --image-size 256 \
     --profile 5 --bench-warmup 2 > "$out/profile_${m}_amp.txt" 2>&1
   summary+=("profile $m amp rc=$? ${SECONDS}s: $(grep -m1 '^step ' "$out/profile_${m}_amp.txt" | cut -c1-150)")
 done
 
-CNN_TRAIN="$bin/cnn-train" timeout 480 "$root/bench/e2e.sh" --steps 20 --warmup 2 --out "$logs/e2e" "$@" \
+CNN_TRAIN="$bin/cnn-train" timeout "${E2E_SECONDS:-480}" "$root/bench/e2e.sh" --steps 20 --warmup 2 --out "$logs/e2e" "$@" \
   > "$logs/e2e.log" 2>&1
 rc=$?
 if [ ! -f "$logs/e2e/e2e.csv" ] && [ -f "$logs/e2e/ours.jsonl" ]; then  # cut short: tabulate what finished

@@ -490,8 +490,10 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
     EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=8B rows=2"),
               std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 5, 5));
-    for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7), same(1, 17, 34, 12, 3, 3)})
+    for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7)})
       EXPECT_EQ(path_of(op, k).find("tma"), std::string::npos) << path_of(op, k);
+    const std::string padded = path_of(op, same(1, 17, 34, 12, 3, 3));  // C % 8 != 0: on 16 padded channels
+    EXPECT_NE(padded.find(wide + " (channels padded 12->16)"), std::string::npos) << padded;
     // The ring kernel on channel pairs from FW = 9 (measured faster at 9-51), 8-tap fragments at 6-8.
     for (int f : {9, 13, 17, 31, 51, 64})
       EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring mma=pairs"), std::string::npos) << f;
@@ -500,9 +502,9 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
   }
 }
 
-// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel when C % 8 == 0 at
-// stride 1 above 9 taps and at any stride above 1, the tiled kernel for the other stride-1 shapes it supports, the
-// row-warp kernel otherwise.
+// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above 9
+// taps and at any stride above 1 (on padded channels where C % 8 != 0), the tiled kernel for the other stride-1
+// shapes it supports (C % 4 == 0, unpadded).
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
@@ -515,15 +517,17 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51),
                           same(1, 17, 34, 72, 51, 5)})
       EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
-    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 72, 1, 9), same(1, 17, 34, 12, 5, 5)}) {
+    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 72, 1, 9), same(1, 17, 34, 12, 3, 3)}) {
       EXPECT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
-      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer; C % 8 != 0
+      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer
     }
     const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
     EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
     EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
-    EXPECT_EQ(path_of(strided_c12, accum).rfind(std::string("bfc f16 ") + mode + " cuda-core TM=", 0), 0u)
-        << path_of(strided_c12, accum);  // C % 8 != 0
+    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 != 0: the tile kernel, padded
+      const std::string path = path_of(k, accum);
+      EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded 12->16)") != std::string::npos) << path;
+    }
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
   EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
