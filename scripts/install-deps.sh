@@ -7,7 +7,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libgtest-dev
   libopencv-core-dev libopencv-imgproc-dev libpng-dev
   libturbojpeg0-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,14 +3,19 @@
 // one line on stderr and a non-zero exit status: 2 for command-line syntax, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <new>
+#include <set>
 #include <map>
 #include <string>
 
 #include "apps/cnn-train/plan.h"
+#include "apps/cnn-train/resume_check.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/train_config.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/error.h"
+#include "core/error_text.h"
 #include "data/data_bench.h"
 
 namespace {
@@ -19,6 +24,7 @@ using cnn::train::TrainConfig;
 
 struct Cli {
   std::string config_file, resume;
+  bool debug = false;
   std::map<std::string, std::string> values;  // key -> flag value as typed
   std::map<std::string, bool> switches;       // boolean keys
   std::map<std::string, CLI::Option*> options;
@@ -29,6 +35,7 @@ void add_flags(CLI::App& app, Cli& cli) {
       ->type_name("FILE");
   app.add_option("--resume", cli.resume, "continue a run: its folder (runs/...) or one of its checkpoint folders")
       ->type_name("DIR");
+  app.add_flag("--debug", cli.debug, "append the failed condition and source place to internal errors (or CNN_DEBUG=1)");
   for (const cnn::train::FieldInfo& f : cnn::train::train_fields()) {
     const std::string flag = cnn::train::flag_name(f.key);
     if (f.is_bool) {
@@ -41,47 +48,45 @@ void add_flags(CLI::App& app, Cli& cli) {
   }
 }
 
-// Defaults < the resumed run's config.yaml < --config < flags.
-TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, std::string* checkpoint) {
+// Defaults < the resumed run's config.yaml < --config < flags. `explicit_keys`: keys --config or a flag set.
+TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, std::string* checkpoint,
+                     std::set<std::string>* explicit_keys) {
   TrainConfig c;
   if (!cli.resume.empty()) {
     *checkpoint = cnn::train::resolve_resume(cli.resume, *run_dir);
-    cnn::train::load_train_config(*run_dir + "/config.yaml", c);
+    cnn::train::load_train_config(*run_dir + "/config.yaml", c, "--resume");
     *saved = c;
   }
+  const std::set<std::string> from_run = c.given;
+  c.given.clear();
   if (!cli.config_file.empty()) cnn::train::load_train_config(cli.config_file, c);
   for (const auto& [key, option] : cli.options) {
     if (option->count() == 0) continue;
     auto sw = cli.switches.find(key);
     cnn::train::set_from_flag(c, key, sw != cli.switches.end() ? (sw->second ? "true" : "false") : cli.values.at(key));
   }
+  *explicit_keys = c.given;
+  c.given.insert(from_run.begin(), from_run.end());
   return c;
 }
 
-// A resumed run keeps the model, the data and the batch geometry of the run it continues.
-void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::string& run_dir) {
+// A resumed run continues the checkpoint's trajectory: the rule table of resume_check.h decides per key.
+void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::set<std::string>& explicit_keys,
+                  const std::string& run_dir, const std::string& checkpoint) {
   if (config.synthetic) throw cnn::Error("--resume: not with --synthetic (benchmark mode)");
   if (config.bench_data) throw cnn::Error("--resume: not with --bench-data (benchmark mode)");
-  TrainConfig a = saved, b = config;
-  const std::string name_a = cnn::model_common(cnn::train::resolve_model(a)).name;
-  const std::string name_b = cnn::model_common(cnn::train::resolve_model(b)).name;
-  if (name_a != name_b)
-    throw cnn::Error(
-        cnn::str_cat("--resume: the run in ", run_dir, " trains model '", name_a, "', got --model '", name_b, "'"));
-  for (const std::string& key : cnn::train::resume_locked_keys()) {
-    if (key == "model") continue;
-    const std::string va = cnn::train::field_text(a, key), vb = cnn::train::field_text(b, key);
-    if (va != vb)
-      throw cnn::Error(cnn::str_cat("--resume: ", cnn::train::flag_name(key), " is ", va, " in the run in ", run_dir,
-                                    ", got ", vb, " (a resumed run keeps its model, data, batch geometry and seed)"));
-  }
+  const TrainConfig stored = cnn::train::stored_config(checkpoint + "/state.safetensors");
+  TrainConfig requested = config;
+  cnn::train::resolve_model(requested);
+  cnn::train::verify_resume_config(stored, saved, requested, explicit_keys, {checkpoint, run_dir + "/config.yaml"});
 }
 
 int run(const Cli& cli) {
   TrainConfig saved;
   std::string run_dir, checkpoint;
-  const TrainConfig config = assemble(cli, &saved, &run_dir, &checkpoint);
-  if (!cli.resume.empty()) check_resume(saved, config, run_dir);
+  std::set<std::string> explicit_keys;
+  const TrainConfig config = assemble(cli, &saved, &run_dir, &checkpoint, &explicit_keys);
+  if (!cli.resume.empty()) check_resume(saved, config, explicit_keys, run_dir, checkpoint);
   cnn::train::Plan plan = cnn::train::make_plan(config);
   if (plan.config.bench_data) {
     // The loader exactly as training would configure it (workers, augmentation, device batches), nothing else.
@@ -124,11 +129,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cnn-train: error: %s (see --help)\n", e.what());
     return 2;
   }
+  if (cli.debug) cnn::set_debug_locations(true);
   try {
     return run(cli);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The library's text ("filesystem error: cannot ...: Too many levels of symbolic links [path]") names the
+    // call, not the file; say the file first.
+    std::fflush(stdout);
+    std::fprintf(stderr, "cnn-train: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cnn-train: error: out of memory (try a smaller --batch-size, --image-size or model)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "cnn-train: error: %s\n", e.what());
+    std::fprintf(stderr, "cnn-train: error: %s\n", cnn::user_message(e.what()).c_str());
     return 1;
   }
 }

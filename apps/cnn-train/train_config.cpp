@@ -81,6 +81,9 @@ const std::vector<Field>& fields() {
       field("output", "parent folder of the timestamped run folders", &C::output, ys::any_string()),
       field("stop_after", "stop after this many optimizer steps, leaving a resumable checkpoint (0: off)",
             &C::stop_after, ys::int_at_least(0), false),
+      field("max_nonfinite_steps",
+            "FP32: stop with an error after this many consecutive steps skipped for a non-finite loss or gradient norm",
+            &C::max_nonfinite_steps, ys::int_in(1, 1000000), false),
       field("synthetic", "benchmark mode: synthetic data, time --steps training steps, write nothing", &C::synthetic,
             ys::any_bool(), false),
       field("steps", "benchmark mode: timed steps", &C::steps, ys::int_in(1, 1000000), false),
@@ -142,7 +145,9 @@ void parse_train_config(const std::string& yaml_text, const std::string& name, T
   bind_root(ys::load_string(yaml_text, name), name, config);
 }
 
-void load_train_config(const std::string& path, TrainConfig& config) { bind_root(ys::load_file(path), path, config); }
+void load_train_config(const std::string& path, TrainConfig& config, const std::string& what) {
+  bind_root(ys::load_file(path, what), path, config);
+}
 
 std::string field_text(const TrainConfig& config, const std::string& key) {
   const Field& f = field_named(key);
@@ -212,13 +217,6 @@ void set_from_flag(TrainConfig& config, const std::string& key, const std::strin
       },
       f.member);
   config.given.insert(key);
-}
-
-const std::vector<std::string>& resume_locked_keys() {
-  static const std::vector<std::string> keys = {
-      "model",       "dataset",   "data_dir",   "train_samples", "synthetic_size", "augment", "image_size",
-      "num_classes", "drop_path", "batch_size", "accum_steps",   "seed",           "amp",     "bfc_accum"};
-  return keys;
 }
 
 }  // namespace cnn::train

@@ -25,12 +25,17 @@ double wall_seconds() {
 
 namespace {
 
-// Top-1 / top-5 hits of one batch: the label's rank is the number of logits strictly above it.
-void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
+// Top-1 / top-5 hits of one batch: the label's rank is the number of logits strictly above it. A non-finite logit
+// would compare false against everything (a NaN row scores top-1), so it is refused instead of scored.
+void count_topk(const Tensor& logits, const Tensor& labels, int64_t step, int64_t& top1, int64_t& top5) {
   const Tensor host = logits.to(Device::cpu()).to(DType::f32).contiguous();
   const std::vector<int64_t> y = labels.to_vector<int64_t>();
   const int64_t rows = host.size(0), classes = host.size(1);
   const float* l = host.data<float>();
+  for (int64_t i = 0; i < rows * classes; ++i)
+    if (!std::isfinite(l[i]))
+      throw Error(str_cat("evaluation at step ", step, ": the model's logits are not finite (", l[i], " in row ",
+                          i / classes, "); a diverged model is neither scored nor saved as best"));
   for (int64_t r = 0; r < rows; ++r) {
     const float target = l[r * classes + y[size_t(r)]];
     int64_t above = 0;
@@ -121,6 +126,7 @@ void Trainer::forward_backward(const data::Batch& batch) {
 }
 
 void Trainer::optimizer_step(int64_t micro) {
+  if (!scaler_) remember_loss_sums();
   for (int64_t m = 0; m < micro; ++m) {
     std::optional<data::Batch> batch = train_loader_->next();
     CNN_CHECK(batch.has_value(), "cnn-train: the training loader ended at batch ", pos_.next_batch, " of ",
@@ -135,11 +141,14 @@ void Trainer::optimizer_step(int64_t micro) {
     scaler_->unscale_and_check(params_);
     control.found_inf = scaler_->found_inf();
   }
+  std::optional<optim::GradNorm> n;
+  // FP32 has no loss scaler to catch a non-finite step: the gradient norm is computed for the guard too.
+  if (cfg_.clip_grad > 0 || !scaler_) n = optim::grad_norm(params_, cfg_.clip_grad > 0 ? cfg_.clip_grad : 1.0);
   if (cfg_.clip_grad > 0) {
-    const optim::GradNorm n = optim::grad_norm(params_, cfg_.clip_grad);
-    control.grad_scale = n.coef;
-    last_grad_norm_ = n.norm;
+    control.grad_scale = n->coef;
+    last_grad_norm_ = n->norm;
   }
+  if (!scaler_ && !finite_or_skip(n->norm)) return;
   lr_ = schedule_.lr_at(pos_.step, plan_.total_steps);
   opt_->step(lr_, control);
   if (scaler_) scaler_->update();
@@ -161,9 +170,10 @@ EvalResult Trainer::evaluate() {
     const Tensor logits = compute_->forward(ctx, b->images);
     const int64_t rows = b->labels.numel();
     loss_sum += ops::softmax_cross_entropy(nullptr, logits, b->labels).item() * double(rows);
-    count_topk(logits, b->labels, top1, top5);
+    count_topk(logits, b->labels, pos_.step, top1, top5);
     r.images += rows;
   }
+  if (r.images == 0) throw Error(str_cat("evaluation at step ", pos_.step, ": the validation loader gave no images"));
   r.loss = loss_sum / double(r.images);
   r.top1 = double(top1) / double(r.images);
   r.top5 = double(top5) / double(r.images);
@@ -220,6 +230,7 @@ void Trainer::log_interval_record(double seconds) {
   nlohmann::json rec = {{"type", "train"},   {"step", pos_.step}, {"epoch", epoch_progress()},
                         {"loss", info.loss}, {"lr", lr_},         {"img_per_s", info.images_per_s}};
   if (last_grad_norm_.defined()) rec["grad_norm"] = last_grad_norm_.item();
+  if (!scaler_) rec["nonfinite_skipped"] = nonfinite_skipped_;
   if (scaler_) {
     const optim::LossScalerState s = scaler_->read_state();
     rec["loss_scale"] = s.scale;
@@ -306,6 +317,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   run_dir_ = run_dir;
   checkpoints_ = std::make_unique<CheckpointDir>(run_dir_);
   progress_ = std::make_unique<Progress>(::isatty(STDOUT_FILENO) != 0);
+  if (const int64_t stale = remove_stale_temporaries(run_dir_); stale > 0)
+    progress_->line(str_cat("removed ", stale, " stale temporary file(s) of an interrupted process in ", run_dir_));
   if (!resume_checkpoint.empty()) load_checkpoint(resume_checkpoint);
   if (pos_.epoch >= cfg_.epochs)
     throw Error(str_cat("--resume: the run already completed ", pos_.epoch, " epoch(s); pass --epochs N > ", pos_.epoch,

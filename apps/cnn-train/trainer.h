@@ -65,6 +65,9 @@ class Trainer {
   ProgressInfo progress_info() const;
   bool stop_requested();          // --stop-after reached: saves a checkpoint and returns true
   double epoch_progress() const;  // epochs done, fractional
+  // Non-finite guard of FP32 steps (trainer_guard.cpp).
+  void remember_loss_sums();
+  bool finite_or_skip(const Tensor& grad_norm);  // false: the step was skipped (and counted)
   // Checkpoints (trainer_state.cpp).
   void save_checkpoint(bool best);
   void load_checkpoint(const std::string& dir);
@@ -87,6 +90,10 @@ class Trainer {
   Tensor log_loss_sum_, epoch_loss_sum_;    // f32 (1) on the device: sums of micro-batch losses
   int64_t log_loss_count_ = 0, epoch_loss_count_ = 0;
   Tensor last_grad_norm_;  // f32 (1), when clipping
+  Tensor log_loss_before_, epoch_loss_before_;  // the sums before the current FP32 step (restored when it is skipped)
+  int64_t log_count_before_ = 0, epoch_count_before_ = 0;
+  int64_t nonfinite_skipped_ = 0;  // FP32 steps skipped for a non-finite loss or gradient norm
+  int64_t nonfinite_streak_ = 0;   // of them, in a row up to now
   double best_top1_ = -1;
   int64_t best_step_ = -1;
   int64_t saved_step_ = -1;  // step of the newest checkpoint folder
