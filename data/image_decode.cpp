@@ -127,6 +127,35 @@ bool is_progressive_jpeg(const std::vector<uint8_t>& b) {
   return false;
 }
 
+// libjpeg decodes a scan whose data is cut short by a foreign marker (a second SOF, an SOI) as gray padding without
+// a warning, so the markers are walked first: each scan's entropy-coded data must be non-empty and end at EOI, a
+// restart, a table, a comment or the next scan. Data running to the end of the file is left to the decoder.
+void check_scan_markers(const std::vector<uint8_t>& b, const std::string& name) {
+  size_t at = 2;  // after SOI
+  while (at + 4 <= b.size() && b[at] == 0xFF) {
+    const uint8_t marker = b[at + 1];
+    if (marker == 0xD9) return;
+    at += 2 + (size_t(b[at + 2]) << 8 | b[at + 3]);
+    if (marker != 0xDA) continue;
+    const size_t start = at;
+    while (at + 1 < b.size()) {
+      if (b[at] == 0xFF && b[at + 1] == 0xFF) {
+        ++at;  // fill byte before a marker
+        continue;
+      }
+      if (b[at] == 0xFF && b[at + 1] != 0x00 && (b[at + 1] < 0xD0 || b[at + 1] > 0xD7)) break;
+      ++at;
+    }
+    if (at + 1 >= b.size()) return;
+    const uint8_t next = b[at + 1];
+    const bool allowed = next == 0xD9 || next == 0xDA || next == 0xC4 || next == 0xDB || next == 0xDD ||
+                         next == 0xFE || (next >= 0xE0 && next <= 0xEF);
+    if (at == start || !allowed)
+      fail(name, str_cat("corrupt JPEG data (marker 0x", std::hex, int(next), std::dec, " after ", at - start,
+                         " bytes of scan data)"));
+  }
+}
+
 // A baseline JPEG whose data ends without the end-of-image marker (FF D9) gets one appended: complete scan data
 // then decodes cleanly, and truncated scan data still warns (the decoder meets the marker while it needs bits).
 // A progressive file is left as it is: one cut between scans would decode to a blurred image without a warning.
@@ -146,8 +175,9 @@ cv::Mat decode_jpeg(const std::vector<uint8_t>& file_bytes, int channels, ScaleF
   const std::vector<uint8_t>& bytes = with_end_marker(file_bytes, storage);
   CNN_CHECK(is_supported_scale(scale), "decode: ", name, ": ", scale.num, "/", scale.denom,
             " is not a TurboJPEG scaling factor");
-  const JpegHeader hd = read_jpeg_header(bytes, name);
+  const JpegHeader hd = read_jpeg_header(file_bytes, name);
   check_pixel_count(hd.width, hd.height, name);
+  check_scan_markers(file_bytes, name);
   const int w = scaled_dim(hd.width, scale), h = scaled_dim(hd.height, scale);
   const auto size = static_cast<unsigned long>(bytes.size());
   if (hd.colorspace == TJCS_CMYK || hd.colorspace == TJCS_YCCK) {

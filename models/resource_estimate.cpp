@@ -29,8 +29,26 @@ struct Tally {
 
 double sq(double v) { return v * v; }
 
-// Feature-map side after a stride-s, kernel-s patch conv (floor) or a padded stride-2 conv (ceil).
+// Feature-map side after a stride-s, kernel-s patch conv (unpadded: floor).
 double patch_side(double side, double stride) { return std::floor(side / stride); }
+
+// One stage of a ConvNeXt-shaped network (ConvNeXt, SLaK): for i > 0 a LayerNorm + 2x2 stride-2 conv from `prev`
+// to `d` channels, then `depth` blocks of the given per-block parameters and per-pixel activations (a function of
+// the stage's side).
+void layernorm_stage(Tally& t, size_t i, double prev, double d, int64_t depth, double& side, double block_params,
+                     double block_acts_per_pixel) {
+  double params = 0, acts = 0;
+  if (i > 0) {
+    side = patch_side(side, 2);
+    t.e.downsampling *= 2;
+    params += 2 * prev + 4 * prev * d + d;
+    acts += sq(side) * d * 2;
+  }
+  params += double(depth) * block_params;
+  acts += double(depth) * sq(side) * block_acts_per_pixel;
+  t.e.blocks += depth;
+  t.part(str_cat("stages[", i, "]"), params, acts);
+}
 
 ResourceEstimate estimate(const ConvNeXtConfig& c, double side) {
   Tally t;
@@ -40,20 +58,10 @@ ResourceEstimate estimate(const ConvNeXtConfig& c, double side) {
   t.e.downsampling = c.patch_size;
   for (size_t i = 0; i < c.stages.size(); ++i) {
     const double d = c.stages[i].dim, k = c.stages[i].kernel_size, r = c.mlp_ratio;
-    double params = 0, acts = 0;
-    if (i > 0) {
-      const double prev = c.stages[i - 1].dim;
-      side = patch_side(side, 2);
-      t.e.downsampling *= 2;
-      params += 2 * prev + 4 * prev * d + d;
-      acts += sq(side) * d * 2;
-    }
-    const double block_params = sq(k) * d + d + 2 * d + 2 * r * d * d + r * d + d + d;
-    const double block_acts = sq(side) * d * (5 + 2 * r);  // dw out, LN out, fc1 out, GELU out, fc2 out, scale
-    params += c.stages[i].depth * block_params;
-    acts += c.stages[i].depth * block_acts;
-    t.e.blocks += c.stages[i].depth;
-    t.part(str_cat("stages[", i, "]"), params, acts);
+    // Block: depthwise conv, LayerNorm, fc1, GELU, fc2, LayerScale; saved: dw out, LN out, fc1 out, GELU out,
+    // fc2 out, scaled.
+    layernorm_stage(t, i, i > 0 ? c.stages[i - 1].dim : 0, d, c.stages[i].depth, side,
+                    sq(k) * d + d + 2 * d + 2 * r * d * d + r * d + d + d, d * (5 + 2 * r));
   }
   const double last = c.stages.back().dim;
   t.part("num_classes", 2 * last + last * c.common.num_classes + c.common.num_classes, 0);
@@ -111,21 +119,11 @@ ResourceEstimate estimate(const SLaKConfig& c, double side) {
   t.part("stages[0].dim", 16 * c.common.in_channels * w0 + 3 * w0, sq(side) * w0 * 2);
   for (size_t i = 0; i < c.stages.size(); ++i) {
     const double w = c.width(i), k = c.stages[i].kernel_size, s = c.small_kernel;
-    double params = 0, acts = 0;
-    if (i > 0) {
-      const double prev = c.width(i - 1);
-      side = patch_side(side, 2);
-      t.e.downsampling *= 2;
-      params += 2 * prev + 4 * prev * w + w;
-      acts += sq(side) * w * 2;
-    }
     const double lk = c.decomposed ? 2 * k * s + sq(s) : sq(k) + sq(s);
-    const double block_params = lk * w + 12 * w + 8 * w * w + 4 * w + w + 3 * w;
-    const double block_acts = sq(side) * w * (8 + 8);  // three branches + BN outputs, LN, fc1, GELU, fc2
-    params += c.stages[i].depth * block_params;
-    acts += c.stages[i].depth * block_acts;
-    t.e.blocks += c.stages[i].depth;
-    t.part(str_cat("stages[", i, "]"), params, acts);
+    // Block: the large-kernel branches with their BatchNorms, LayerNorm, fc1, GELU, fc2, LayerScale; saved: three
+    // branches and their BN outputs, LN, fc1, GELU, fc2.
+    layernorm_stage(t, i, i > 0 ? c.width(i - 1) : 0, w, c.stages[i].depth, side,
+                    lk * w + 12 * w + 8 * w * w + 4 * w + w + 3 * w, w * 16);
   }
   const double last = c.width(c.stages.size() - 1);
   t.part("num_classes", 2 * last + last * c.common.num_classes + c.common.num_classes, 0);

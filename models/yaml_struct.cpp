@@ -21,8 +21,16 @@ std::string position(const YAML::Mark& m) {
 
 constexpr const char* kStrTag = "tag:yaml.org,2002:str";
 
-// A plain (unquoted, untagged) scalar: yaml-cpp tags those "?", quoted ones "!", `!!str x` with kStrTag.
-bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
+// A plain (unquoted, untagged) scalar: yaml-cpp tags those "?", quoted ones "!", `!!str x` with kStrTag; a node
+// built in code (a command-line value) has no tag.
+bool is_plain_scalar(const YAML::Node& node) {
+  return node.IsScalar() && (node.Tag() == "?" || node.Tag().empty());
+}
+
+// A path for messages: deep ones (an alias cycle repeats [0] sixty times) keep their start.
+std::string short_path(const std::string& path) {
+  return path.size() <= 48 ? path : path.substr(0, 48) + "...";
+}
 
 std::string join(const std::set<std::string>& names) {
   std::string out;
@@ -38,7 +46,7 @@ class TreeCheck {
   explicit TreeCheck(const std::string& file) : file_(file) {}
 
   void walk(const YAML::Node& node, const std::string& path, int depth) {
-    const std::string at = path.empty() ? "document" : path;
+    const std::string at = path.empty() ? "document" : short_path(path);
     if (depth > kMaxDepth)
       throw Error(str_cat(where(file_, node), at, ": nested deeper than ", kMaxDepth, " levels (an alias cycle?)"));
     if (++nodes_ > kMaxNodes)

@@ -8,6 +8,10 @@ any count is not 0.
   tests/fuzz/fuzz.py --bin build/bin/cnn-train --preset ci            # the CI corpus (ctest: fuzz_corpus)
   tests/fuzz/fuzz.py --bin build/bin/cnn-train --preset full --jobs 2 # >= 2,000 cases (docs/reliability.md)
 """
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
 import argparse
 import concurrent.futures
 import glob
@@ -17,7 +21,6 @@ import random
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,7 +28,7 @@ import generators as gen  # noqa: E402
 
 PRESETS = {  # cases per generator
     "ci": {"models": 90, "recipes": 40, "flags": 80, "checkpoints": 80, "data": 21},
-    "full": {"models": 700, "recipes": 250, "flags": 500, "checkpoints": 500, "data": 210},
+    "full": {"models": 630, "recipes": 220, "flags": 470, "checkpoints": 480, "data": 210},
 }
 TINY_GRAY_MODEL = ("family: convmixer\nin_channels: 1\nnum_classes: 10\ninput_size: 28\ndim: 16\ndepth: 2\n"
                    "kernel_size: 7\npatch_size: 4\nactivation: gelu\n")

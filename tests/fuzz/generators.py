@@ -392,7 +392,7 @@ TINY_RGB_MODEL = ("family: convmixer\nin_channels: 3\nnum_classes: 2\ninput_size
 
 
 def image_tree_cases(rng, n):
-    """An ImageNet-style tree (2 classes, 10 good JPEGs and one bad file in train) per case, read by --bench-data."""
+    """An ImageNet-style tree (2 classes, 10 good JPEGs and one bad file in train) per case, trained for one epoch."""
     for k in range(n):
         kind = BAD_IMAGE_KINDS[k % len(BAD_IMAGE_KINDS)]
 
@@ -409,7 +409,8 @@ def image_tree_cases(rng, n):
             write_bad_image(bad, kind, r)
             model = os.path.join(d, "rgb.yaml")
             open(model, "w").write(TINY_RGB_MODEL)
-            return {"data": root, "model": model, "bad": bad}
+            return {"data": root, "model": model, "bad": bad, "d": d}
+        # One epoch at batch 1 reads every training file exactly once (a timed --bench-data may stop earlier).
         yield "data", f"images_{k}_{kind}", setup, \
-            "--model {model} --dataset imagenet --data-dir {data} --bench-data --bench-seconds 0.5 --batch-size 4 " \
-            "--workers 2 --device cpu"
+            "--model {model} --dataset imagenet --data-dir {data} --epochs 1 --batch-size 1 --workers 2 " \
+            "--device cpu --log-interval 100 --output {d}/runs"

@@ -55,7 +55,7 @@ TEST(TrainCli, FlagErrors) {
       {m + "--min-lr 0.1 --lr 0.01", "--min-lr: expected <= --lr"},
       {m + "--warmup-epochs 3 --epochs 2", "--warmup-epochs: expected fewer than --epochs (2), got 3"},
       {m + "--warmup-epochs 1e300", "--warmup-epochs: expected fewer than --epochs (10), got 1e+300"},
-      {m + "--warmup-epochs 1.5 --epochs 2 --train-samples 64",
+      {m + "--warmup-epochs 1.5 --epochs 2 --train-samples 64 --batch-size 64",
        "--warmup-epochs: expected fewer warmup steps than the run's 2 steps"},
       {m + "--steps 5", "--steps: only with --synthetic"},
       {m + "--synthetic --stop-after 3", "--stop-after: not with --synthetic"},

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -170,10 +172,10 @@ TEST(TrainReliability, InputsThatCrashedOrMisledAreOneLineErrors) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   write_text(dir + "/seven.yaml",
              "family: convmixer\nin_channels: 7\nnum_classes: 10\ninput_size: 28\ndim: 16\ndepth: 2\n"
-             "kernel_size: 7\npatch_size: 4\n");
+             "kernel_size: 7\npatch_size: 4\nactivation: gelu\n");
   write_text(dir + "/huge.yaml",
              "family: convmixer\nin_channels: 1\nnum_classes: 10\ninput_size: 28\ndim: 1000000\ndepth: 4000\n"
-             "kernel_size: 7\npatch_size: 4\n");
+             "kernel_size: 7\npatch_size: 4\nactivation: gelu\n");
   struct Case {
     std::string args, expected;
   };
