@@ -12,20 +12,14 @@
 #include "core/error_text.h"
 #include "core/file_io.h"
 #include "core/safetensors.h"
+#include "tests/support/numeric.h"
 
 namespace cnn {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("cnn_file_io_" + name);

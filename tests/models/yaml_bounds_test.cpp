@@ -16,20 +16,14 @@
 #include "models/resource_estimate.h"
 #include "models/yaml_struct.h"
 #include "tests/models/model_test_util.h"
+#include "tests/support/numeric.h"
 
 namespace cnn {
 namespace {
 
 namespace ys = yaml_struct;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 void expect_error(const std::string& yaml, const std::string& expected) {
   const auto t0 = std::chrono::steady_clock::now();
