@@ -44,7 +44,9 @@ def scalar_spans(text):
     """(key, start, end) of every `key: value` scalar (block or flow style) whose value is not a nested block."""
     spans = []
     for m in re.finditer(r"([A-Za-z_]+): *([^,{}\[\]\n#]+?)(?=\s*[,}\n#]|\s*$)", text):
-        spans.append((m.group(1), m.start(2), m.end(2)))
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" not in text[line_start : m.start()]:  # not inside a comment
+            spans.append((m.group(1), m.start(2), m.end(2)))
     return spans
 
 
@@ -96,9 +98,11 @@ def mutate_yaml(text, rng, required_keys, locked_huge, skip_keys=(), can_truncat
         # A leading '---' only starts the one document: the second document goes after the text.
         first = rng.random() < 0.5 and name != "second_document"
         return f"yaml:{name}", (wreck + text) if first else (text + wreck)
-    # A cut before the last line (a cut inside it could leave a shorter valid number).
-    last = text.rstrip("\n").rfind("\n")
-    return "truncated", text[: rng.randrange(0, max(1, last))]
+    # A cut inside a key name: a cut at a line boundary can leave a valid shorter config (fewer stages), a cut in a
+    # value a valid shorter number; a partial key is always refused (a syntax error or an unknown key).
+    keys = [m for m in re.finditer(r"^\s*-?\s*([A-Za-z_]{2,}):", text, flags=re.M)]
+    m = rng.choice(keys)
+    return "truncated", text[: rng.randrange(m.start(1) + 1, m.end(1))]
 
 
 MODEL_HUGE = {
