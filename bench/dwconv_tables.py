@@ -1,203 +1,318 @@
 #!/usr/bin/env python3
-"""Markdown tables of dwconv-bench CSVs, as in docs/perf/dwconv-fp16-h200.md.
+"""The depthwise perf page of one run of bench/dwconv_h200_tables.sh.
 
-  dwconv_tables.py fwdbdc --rows A.csv [B.csv ...] [--cudnn-fallback X.csv ...] [--before Y.csv ...] [--fp32 Z.csv ...]
-  dwconv_tables.py bfc --rows A.csv ... --ha H.csv ... [--cudnn-fallback ...] [--before ...] [--before-ha ...]
-  dwconv_tables.py f32 --rows A.csv ...      (all three ops of an FP32 sweep, with the cuDNN winner and the bars)
-  dwconv_tables.py f16 --rows A.csv ...      (all three ops of an FP16 fp32-accumulation sweep, same columns; a
-                                              cuDNN winner whose output failed the FP64 check is marked with a dagger)
-  (f32 and f16 take --cudnn-fallback too)
+  dwconv_tables.py page f32|f16 PREFIX > page.md
 
---rows: our timings; a later file's point (op, map, filter) replaces an earlier one's. A point without a cuDNN time
-in its own row takes it from --cudnn-fallback and is marked '*'. --before: the same points from an earlier run
-(a 'before' column). --fp32: this project's FP32 forward (fwdbdc: 'x our FP32' = FP32 ms / FP16 ms). Ratios below
-1 are bold; the last lines give the geometric means over cuDNN.
+PREFIX names the run's files: PREFIX.csv.gz (dwconv-bench rows), PREFIX.torch.csv.gz (bench/dwconv_torch.py rows),
+PREFIX.log.gz (the run's settings and logs) and, for f16, PREFIX.extra.csv.gz (backward-filter with hybrid
+accumulation, and our FP32 forward at >= 13x13, from the same run). Nothing else is read: the page is that one run.
+
+Per op, a table of every point: our time, TFLOP/s, the fraction of the copy rate (F <= 5) or of cuBLAS SGEMM
+(F >= 13) measured in the same run, the fastest cuDNN candidate (legacy algorithms or backend engines; a dagger when
+its output failed the FP64 check), PyTorch's time, and our speedup over each and over the faster of the two. Ratios
+below 1 are bold. Then the geometric means and the bars of the FP32 / FP16 issues.
 """
 import argparse
 import csv
+import gzip
 import math
+import os
+import re
 import sys
 
 MAPS = ['128x128x128x128', '128x64x64x256', '128x32x32x1024']
-FILTERS = ['3', '5', '7', '9', '13', '17', '31', '51']
+FILTERS = [3, 5, 7, 9, 13, 17, 31, 51]
+OPS = {'fwd': 'Forward', 'bdc': 'Backward-data', 'bfc': 'Backward-filter'}
 
 
-def load(paths):
-    """(op, map, filter) -> (row, file stem) with later files winning."""
-    out = {}
-    for p in paths or []:
-        try:
-            with open(p, newline='') as f:
-                for r in csv.DictReader(f):
-                    # CSVs before --stride have no stride column; the tables are the paper's stride-1 sweep.
-                    if r.get('stride') not in (None, '', '1'):
-                        sys.exit(f"dwconv_tables.py: {p} holds stride-{r['stride']} rows; the tables cover stride 1")
-                    out[(r['op'], r['map'], r['filter'])] = (r, p.rsplit('/', 1)[-1].split('_')[0])
-        except (OSError, KeyError) as e:
-            sys.exit(f'dwconv_tables.py: cannot read {p}: {e}')
-    return out
+def fail(msg):
+    sys.exit(f'dwconv_tables.py: {msg}')
 
 
-def ratio_text(v, bold_below=1.0):
+def read_csv(path, required):
+    """Rows of a gzipped CSV, or [] when the file is optional and absent."""
+    if not os.path.exists(path):
+        if required:
+            fail(f'{path} not found (expected the files of one bench/dwconv_h200_tables.sh run)')
+        return []
+    try:
+        with gzip.open(path, 'rt', newline='') as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, csv.Error, EOFError) as e:
+        fail(f'cannot read {path}: {e}')
+    for r in rows:
+        if r.get('stride') not in (None, '', '1'):
+            fail(f"{path}: a stride-{r['stride']} row; the tables are the stride-1 sweep")
+    return rows
+
+
+def read_log(path):
+    """(settings lines, dwconv-bench device line, protocol line, {(op, map, F): True if the probe budget ran out})."""
+    if not os.path.exists(path):
+        fail(f'{path} not found')
+    settings, device, protocol, budget = [], '', '', {}
+    section, point = '', None
+    with gzip.open(path, 'rt', errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if line.startswith('==== '):
+                section = line[5:]
+                continue
+            if section == 'settings':
+                settings.append(line)
+                continue
+            if not device and line.startswith('device 0:'):
+                device = line[len('device 0: '):]
+            if not protocol and line.startswith('protocol:'):
+                protocol = line[len('protocol: '):]
+            m = re.match(r'^(fwd|bdc|bfc) (\S+) F=(\d+)$', line)
+            if m and section.startswith('bench_'):
+                point = (m.group(1), m.group(2), int(m.group(3)))
+            elif point and 'probe budget of' in line:
+                budget[point] = True
+    return settings, device, protocol, budget
+
+
+def num(row, key):
+    v = row.get(key, '') if row else ''
+    return float(v) if v not in ('', None) else None
+
+
+def ratio(v, bold_below=1.0):
+    if v is None:
+        return '-'
     s = f'{v:.2f}' if v < 10 else f'{v:.1f}' if v < 100 else f'{v:.0f}'
     return f'**{s}**' if v < bold_below else s
 
 
-def cudnn_ms(row, fallback, key):
-    """cuDNN time of a point and whether it came from the row's own run."""
-    if row['cudnn_ms']:
-        return float(row['cudnn_ms']), True
-    if key not in fallback or not fallback[key][0]['cudnn_ms']:
-        sys.exit(f'dwconv_tables.py: no cuDNN time for {key} (give --cudnn-fallback)')
-    return float(fallback[key][0]['cudnn_ms']), False
+def ms_text(v):
+    return '-' if v is None else f'{v:.3f}' if v < 10 else f'{v:.1f}' if v < 1000 else f'{v:.0f}'
 
 
 def geomean(v):
-    return math.exp(sum(map(math.log, v)) / len(v))
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else None
 
 
-def points(rows, op):
-    for m in MAPS:
-        for f in FILTERS:
-            if (op, m, f) in rows:
-                yield m, f
+def tolerance(dt, op, f):
+    """dwconv-bench's check tolerance (apps/dwconv-bench/sampled_check.cpp): 2e-2; FP16 forward and backward-data
+    add 1.5e-5 per filter tap for the tensor cores' truncating accumulation."""
+    return 2e-2 + (1.5e-5 * f * f if dt == 'f16' and op != 'bfc' else 0)
 
 
-def fwdbdc(a):
-    rows, fb, before, fp32 = load(a.rows), load(a.cudnn_fallback), load(a.before), load(a.fp32)
-    print('| map | F | fwd ms | TFLOP/s | x cuDNN | before (ms) | bdc ms | TFLOP/s | x cuDNN | fwd x our FP32 '
-          '(same run) | max rel err fwd / bdc | run |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|---|')
-    sp = {'fwd': [], 'bdc': []}
-    last_map = None
-    for m, f in points(rows, 'fwd'):
-        (fr, src), (br, _) = rows[('fwd', m, f)], rows[('bdc', m, f)]
-        cf, same_f = cudnn_ms(fr, fb, ('fwd', m, f))
-        cb, same_b = cudnn_ms(br, fb, ('bdc', m, f))
-        fms, bms = float(fr['ms']), float(br['ms'])
-        sp['fwd'].append(cf / fms)
-        sp['bdc'].append(cb / bms)
-        was = f"{float(before[('fwd', m, f)][0]['ms']):.3f}" if ('fwd', m, f) in before else '-'
-        x32 = ratio_text(float(fp32[('fwd', m, f)][0]['ms']) / fms, 2.0) if ('fwd', m, f) in fp32 else '-'
-        print(f"| {m if m != last_map else ''} | {f} | {fms:.3f} | {float(fr['tflops']):.1f} | "
-              f"{ratio_text(cf / fms)}{'' if same_f else '*'} | {was} | {bms:.3f} | {float(br['tflops']):.1f} | "
-              f"{ratio_text(cb / bms)}{'' if same_b else '*'} | {x32} | "
-              f"{float(fr['max_rel_err']):.1e} / {float(br['max_rel_err']):.1e} | {src} |")
-        last_map = m
-    for op, v in sp.items():
-        print(f'\n{op}: geomean over cuDNN {geomean(v):.2f}x over {len(v)} points, minimum {min(v):.2f}x')
+class Run:
+    def __init__(self, dt, prefix):
+        self.dt = dt
+        self.prefix = prefix
+        self.ours = {(r['op'], r['map'], int(r['filter'])): r for r in read_csv(prefix + '.csv.gz', True)}
+        self.torch = {(r['op'], r['map'], int(r['filter'])): r for r in read_csv(prefix + '.torch.csv.gz', False)}
+        extra = read_csv(prefix + '.extra.csv.gz', False) if dt == 'f16' else []
+        self.ha = {(r['map'], int(r['filter'])): r for r in extra if r['run'] == 'ha'}
+        self.f32 = {(r['map'], int(r['filter'])): r for r in extra if r['run'] == 'f32'}
+        self.settings, self.device, self.protocol, self.budget = read_log(prefix + '.log.gz')
+        self.maps = [m for m in MAPS if any(k[1] == m for k in self.ours)]
+        self.maps += sorted({k[1] for k in self.ours} - set(self.maps))
+        self.filters = sorted({k[2] for k in self.ours})
+
+    def point(self, op, m, f):
+        """Everything the tables need about one point, or None when it was not measured."""
+        r = self.ours.get((op, m, f))
+        if r is None or r.get('error') or num(r, 'ms') is None:
+            return None
+        ms, cud = num(r, 'ms'), num(r, 'cudnn_ms')
+        t = self.torch.get((op, m, f))
+        tms = num(t, 'ms') if t and not t.get('error') else None
+        base = min(v for v in (cud, tms) if v is not None) if (cud or tms) else None
+        err = num(r, 'cudnn_max_rel_err')
+        return {
+            'ms': ms, 'tflops': num(r, 'tflops'), 'copy': num(r, 'frac_copy'), 'sgemm': num(r, 'frac_sgemm'),
+            'cudnn': cud, 'algo': r.get('cudnn_algo', '').replace('graph ', '').replace('IMPLICIT_PRECOMP_GEMM', 'IPG'),
+            'cudnn_bad': err is not None and err > tolerance(self.dt, op, f),
+            'torch': tms, 'torch_error': (t or {}).get('error', ''), 'base': base,
+            'x_cudnn': cud / ms if cud else None, 'x_torch': tms / ms if tms else None,
+            'x_base': base / ms if base else None, 'path': r.get('path', ''), 'mare': num(r, 'mare'),
+        }
 
 
-def mare_text(row):
-    """A row's MARE, or '-' for a run without the FP64 check (--no-check)."""
-    return f"{float(row['mare']):.1e}" if row and row['mare'] else '-'
+def header(run):
+    s = dict(line.split(': ', 1) for line in run.settings if ': ' in line)
+    title = {'f32': 'Flash-DWC FP32', 'f16': 'Flash-DWC FP16 (FP32 accumulation)'}[run.dt]
+    name = os.path.basename(run.prefix)
+    out = [f'# {title} on the H200', '',
+           'The paper\'s sweep (3 feature maps x 8 filters x forward, backward-data, backward-filter; NHWC, stride 1, '
+           '\'same\' padding) against the fastest cuDNN candidate (legacy algorithms and backend-API engines) and '
+           'against what PyTorch runs for the same op, all measured in one run of one build. Protocol and columns: '
+           '[README.md](README.md); the kernels: [../dwconv-fp32.md](../dwconv-fp32.md), '
+           '[../dwconv-fp16.md](../dwconv-fp16.md), [../dwconv-bfc.md](../dwconv-bfc.md).', '',
+           f"- Run: `{s.get('command', '?')}` (on the GPU machine, bundle carried)",
+           f"- Build: {s.get('build', '?')}; GPU: {run.device or s.get('gpu', '?')}; run {s.get('date', '?')}",
+           f'- Protocol as printed: {run.protocol or "?"}']
+    tv = {(r['torch'], r['cudnn']) for r in run.torch.values()}
+    if tv:
+        out.append('- PyTorch ' + ', '.join(f'{t} (cuDNN {c})' for t, c in sorted(tv)) +
+                   ': `bench/dwconv_torch.py` (channels_last, cudnn.benchmark, TF32 off, CUDA events, median)')
+    else:
+        out.append('- PyTorch: not measured in this run')
+    for line in run.settings:
+        if line.startswith('note: '):
+            out.append(f'- {line[6:]}')
+    out += [f'- Raw files: `{name}.csv.gz` (dwconv-bench)' +
+            (f', `{name}.torch.csv.gz` (PyTorch)' if run.torch else '') +
+            (f', `{name}.extra.csv.gz` (hybrid accumulation, our FP32 forward)' if run.ha or run.f32 else '') +
+            f', `{name}.log.gz` (every log)',
+            f'- This page: `python3 bench/dwconv_tables.py page {run.dt} docs/perf/{name} > docs/perf/{name}.md`', '']
+    return out
 
 
-def bfc(a):
-    rows, ha, fb = load(a.rows), load(a.ha), load(a.cudnn_fallback)
-    before, before_ha = load(a.before), load(a.before_ha)
-    print('| map | F | fp32 ms | TFLOP/s | cuDNN ms | x cuDNN | before ms | ha ms | TFLOP/s | fp32 / ha | '
-          'ha before ms | MARE fp32 / ha |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|---|')
-    sp, speed = [], []
-    last_map = None
-    for m, f in points(rows, 'bfc'):
-        key = ('bfc', m, f)
-        r, h = rows[key][0], ha[key][0] if key in ha else None
-        cud, same = cudnn_ms(r, fb, key)
-        ms = float(r['ms'])
-        sp.append(cud / ms)
-        hms = float(h['ms']) if h else float('nan')
-        if h and int(f) >= 7:
-            speed.append(ms / hms)
-        was = f"{float(before[key][0]['ms']):.3f}" if key in before else '-'
-        was_ha = f"{float(before_ha[key][0]['ms']):.3f}" if key in before_ha else '-'
-        cud_s = f'{cud:.3f}' if cud < 10 else f'{cud:.0f}'
-        print(f"| {m if m != last_map else ''} | {f} | {ms:.3f} | {float(r['tflops']):.1f} | {cud_s}"
-              f"{'' if same else '*'} | {ratio_text(cud / ms)} | {was} | "
-              + (f"{hms:.3f} | {float(h['tflops']):.1f} | {ratio_text(ms / hms, 1.2 if int(f) >= 7 else 0)} | "
-                 f"{was_ha} | {mare_text(r)} / {mare_text(h)} |" if h else
-                 f"- | - | - | {was_ha} | {mare_text(r)} / - |"))
-        last_map = m
-    print(f'\nbfc: geomean over cuDNN {geomean(sp):.2f}x over {len(sp)} points, minimum {min(sp):.2f}x')
-    if speed:
-        print(f'fp32 / ha at >= 7x7: {min(speed):.2f}-{max(speed):.2f}x, geomean {geomean(speed):.2f}x, '
-              f'{sum(v >= 1.2 for v in speed)} of {len(speed)} points >= 1.2x')
-
-
-def check_tolerance_f16(op, f):
-    """dwconv-bench's check tolerance for FP16 (sampled_check.cpp): fp32-accumulation backward-filter 2e-2, forward and
-    backward-data 2e-2 + 1.5e-5 per filter tap."""
-    return 2e-2 if op == 'bfc' else 2e-2 + 1.5e-5 * int(f) * int(f)
-
-
-def sweep(a, f16):
-    """One row per (map, filter) with every op present: TFLOP/s and speedup over the cuDNN winner (named)."""
-    rows, fb = load(a.rows), load(a.cudnn_fallback)
-    ops = ['fwd', 'bdc', 'bfc']
-    head = ' | '.join(f'{op} TFLOP/s | x cuDNN (winner)' for op in ops)
-    print(f'| map | F | {head} |')
-    print('|---|---|' + '---|---|' * len(ops))
-    sp = {op: [] for op in ops}
-    copy = {op: [] for op in ops}
-    sgemm = {op: [] for op in ops}
-    last_map = None
-    for m in MAPS:
-        for f in FILTERS:
-            if not any((op, m, f) in rows for op in ops):
+def op_table(run, op):
+    out = [f'## {OPS[op]}', '']
+    ha = run.dt == 'f16' and op == 'bfc' and run.ha
+    head = ('| map | F | ms | TFLOP/s | % copy / SGEMM | cuDNN ms (winner) | x cuDNN | PyTorch ms | x PyTorch | '
+            'x faster of both |')
+    rule = '|---|---|---|---|---|---|---|---|---|---|'
+    if ha:
+        head += ' ha ms | fp32 / ha |'
+        rule += '---|---|'
+    out += [head + ' kernel |', rule + '---|']
+    last = None
+    for m in run.maps:
+        for f in run.filters:
+            p = run.point(op, m, f)
+            label = m if m != last else ''
+            last = m
+            if p is None:
+                r = run.ours.get((op, m, f))
+                why = f"error: {r['error']}" if r and r.get('error') else 'not measured'
+                out.append(f'| {label} | {f} | {why} |' + ' |' * (8 + (2 if ha else 0)))
                 continue
-            cells = []
-            for op in ops:
-                key = (op, m, f)
-                if key not in rows or not (rows[key][0]['cudnn_ms'] or (key in fb and fb[key][0]['cudnn_ms'])):
-                    cells.append('- | -')
-                    continue
-                r = rows[key][0]
-                base_ms, own = cudnn_ms(r, fb, key)
-                base = r if own else fb[key][0]  # the row whose cuDNN winner is reported
-                x = base_ms / float(r['ms'])
-                sp[op].append((x, m, f))
-                if int(f) <= 5:
-                    copy[op].append(float(r['frac_copy']))
-                if int(f) >= 13:
-                    sgemm[op].append(float(r['frac_sgemm']))
-                bad = f16 and base['cudnn_max_rel_err'] and float(base['cudnn_max_rel_err']) > check_tolerance_f16(op, f)
-                cells.append(f"{float(r['tflops']):.1f} | {ratio_text(x)}{'' if own else '*'} "
-                             f"({short_algo(base['cudnn_algo'])}{' †' if bad else ''})")
-            print(f"| {m if m != last_map else ''} | {f} | " + ' | '.join(cells) + ' |')
-            last_map = m
-    print()
-    for op in ops:
-        if not sp[op]:
+            frac = p['copy'] if f <= 5 else p['sgemm'] if f >= 13 else None
+            frac_s = f"{frac * 100:.0f}% {'copy' if f <= 5 else 'SGEMM'}" if frac is not None else ''
+            cud = (f"{ms_text(p['cudnn'])} ({p['algo']}{' †' if p['cudnn_bad'] else ''})"
+                   if p['cudnn'] else '-')
+            torch_s = ms_text(p['torch']) if p['torch'] else (p['torch_error'][:40] or '-')
+            row = (f"| {label} | {f} | {ms_text(p['ms'])} | {p['tflops']:.1f} | {frac_s} | {cud} | "
+                   f"{ratio(p['x_cudnn'])} | {torch_s} | {ratio(p['x_torch'])} | {ratio(p['x_base'])} |")
+            if ha:
+                h = run.ha.get((m, f))
+                hms = num(h, 'ms')
+                row += f" {ms_text(hms)} | {ratio(p['ms'] / hms if hms else None, 0)} |"
+            path = re.sub(r'^(fwd|bdc|bfc) (f16 )?', '', p['path'])
+            out.append(row + f' {path} |')
+    return out + ['']
+
+
+def grouped(run, pred):
+    """'op map: F, F; ...' for the points whose point() satisfies pred."""
+    parts = []
+    for op in OPS:
+        for m in run.maps:
+            fs = [str(f) for f in run.filters if pred(run.point(op, m, f))]
+            if fs:
+                parts.append(f"{op} {m}: {', '.join(fs)}")
+    return '; '.join(parts)
+
+
+def summary(run):
+    out = ['## Summary', '',
+           '| op | points | x cuDNN geomean (min) | x PyTorch geomean (min) | x faster of both geomean (min) | '
+           'slower than the faster of both |', '|---|---|---|---|---|---|']
+    stats = {}
+    for op in OPS:
+        pts = [(m, f, run.point(op, m, f)) for m in run.maps for f in run.filters]
+        pts = [(m, f, p) for m, f, p in pts if p]
+        stats[op] = pts
+        if not pts:
             continue
-        v = [x for x, _, _ in sp[op]]
-        slow = ', '.join(f'{m}/F{f} {x:.2f}x' for x, m, f in sp[op] if x < 1) or 'none'
-        line = (f'{op}: geomean over cuDNN {geomean(v):.2f}x over {len(v)} points, minimum {min(v):.2f}x; '
-                f'slower: {slow}')
-        if copy[op]:
-            line += f'; F <= 5 copy fraction {min(copy[op]) * 100:.0f}-{max(copy[op]) * 100:.0f}%'
-        if sgemm[op]:
-            line += f'; F >= 13 SGEMM fraction {min(sgemm[op]) * 100:.0f}-{max(sgemm[op]) * 100:.0f}%'
-        print(line)
+        cells = []
+        for key in ('x_cudnn', 'x_torch', 'x_base'):
+            v = [p[key] for _, _, p in pts if p[key]]
+            cells.append(f'{geomean(v):.2f}x ({min(v):.2f}x) over {len(v)}' if v else '-')
+        slow = ', '.join(f"{m}/{f}x{f} {p['x_base']:.2f}x" for m, f, p in pts if p['x_base'] and p['x_base'] < 1)
+        out.append(f"| {op} | {len(pts)} | {' | '.join(cells)} | {slow or 'none'} |")
+    out.append('')
+    missing = grouped(run, lambda p: p is None)
+    no_torch = grouped(run, lambda p: p is not None and p['torch'] is None)
+    bad = sum(1 for op in OPS for _, _, p in stats[op] if p['cudnn_bad'])
+    if missing:
+        out.append(f'Not measured in this run: {missing}.')
+    if no_torch:
+        out.append(f'Without a PyTorch time: {no_torch}.')
+    if bad:
+        out.append(f'At {bad} points the fastest cuDNN candidate failed the FP64 check (†, FP16-accumulating engines '
+                   'over long reductions); it stays the baseline, as the protocol says.')
+    if run.budget:
+        out.append(f'At {len(run.budget)} points the engine search reached its probe budget before every engine was '
+                   'probed (the log names the engines left out).')
+    return out + [''], stats
 
 
-def short_algo(name):
-    return name.replace('graph ', '').replace('IMPLICIT_PRECOMP_GEMM', 'IPG')
+def bars(run, stats):
+    out = ['## Bars', '']
+    geo = {op: geomean([p['x_cudnn'] for _, _, p in stats[op] if p['x_cudnn']]) for op in OPS}
+
+    def never_slower(op):
+        v = [(m, f, p['x_cudnn']) for m, f, p in stats[op] if p['x_cudnn']]
+        slow = [f'{m}/{f}x{f} {x:.2f}x' for m, f, x in v if x < 1]
+        return f"{'met' if not slow else 'MISSED: ' + ', '.join(slow)} ({len(v)} points, minimum " \
+               f"{min(x for _, _, x in v):.2f}x)" if v else 'not measured'
+
+    def met(ok):
+        return 'met' if ok else 'MISSED'
+
+    if run.dt == 'f32':
+        for op in OPS:
+            if not stats[op]:
+                continue
+            copy = [p['copy'] for m, f, p in stats[op] if f <= 5 and p['copy'] is not None]
+            sg = [p['sgemm'] for m, f, p in stats[op] if f >= 13 and p['sgemm'] is not None]
+            out.append(f'- {op}: never slower than cuDNN: {never_slower(op)}; geomean >= 5x: '
+                       f"{met(geo[op] and geo[op] >= 5)} ({geo[op]:.2f}x)" +
+                       (f'; >= 80% of copy at <= 5x5: {met(min(copy) >= 0.8)} ({min(copy) * 100:.0f}-'
+                        f'{max(copy) * 100:.0f}%)' if copy else '') +
+                       (f'; >= 70% of SGEMM at >= 13x13: {met(min(sg) >= 0.7)} ({min(sg) * 100:.0f}-'
+                        f'{max(sg) * 100:.0f}%)' if sg else ''))
+        return out + ['']
+    for op in OPS:
+        if stats[op]:
+            line = f'- {op}: never slower than cuDNN: {never_slower(op)}'
+            if op != 'bfc':
+                line += f"; geomean >= 8x: {met(geo[op] >= 8)} ({geo[op]:.2f}x)"
+            out.append(line)
+    x32 = [(m, f, num(run.f32[(m, f)], 'ms') / p['ms']) for m, f, p in stats['fwd'] if f >= 13 and (m, f) in run.f32]
+    if x32:
+        v = [x for _, _, x in x32]
+        out.append(f'- FP16 forward >= 2x our FP32 forward at >= 13x13 (same run): {met(min(v) >= 2)} '
+                   f'({min(v):.2f}-{max(v):.2f}x)')
+    tf = [p['tflops'] for m, f, p in stats['fwd'] if f >= 31]
+    if tf:
+        out.append(f'- >= 80 TFLOP/s forward at >= 31x31: {met(min(tf) >= 80)} ({min(tf):.0f}-{max(tf):.0f})')
+    hv = [p['ms'] / num(run.ha[(m, f)], 'ms') for m, f, p in stats['bfc'] if f >= 7 and (m, f) in run.ha]
+    if hv:
+        out.append(f'- Hybrid accumulation >= 1.2x FP32 accumulation at >= 7x7: {met(min(hv) >= 1.2)} '
+                   f'({min(hv):.2f}-{max(hv):.2f}x, geomean {geomean(hv):.2f}x)')
+    return out + ['']
+
+
+def page(a):
+    run = Run(a.dtype, a.prefix)
+    if not run.ours:
+        fail(f'{a.prefix}.csv.gz holds no rows')
+    lines = header(run)
+    s, stats = summary(run)
+    lines += s + bars(run, stats)
+    for op in OPS:
+        if stats[op] or any(k[0] == op for k in run.ours):
+            lines += op_table(run, op)
+    print('\n'.join(lines).rstrip('\n'))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('table', choices=['fwdbdc', 'bfc', 'f32', 'f16'])
-    ap.add_argument('--rows', nargs='+', required=True)
-    ap.add_argument('--ha', nargs='+')
-    ap.add_argument('--cudnn-fallback', nargs='+')
-    ap.add_argument('--before', nargs='+')
-    ap.add_argument('--before-ha', nargs='+')
-    ap.add_argument('--fp32', nargs='+')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    p = sub.add_parser('page', help='the perf page of one run')
+    p.add_argument('dtype', choices=['f32', 'f16'])
+    p.add_argument('prefix', help='path of the run\'s files without .csv.gz / .torch.csv.gz / .log.gz')
     a = ap.parse_args()
-    if a.table == 'bfc' and not a.ha:
-        ap.error('bfc needs --ha')
-    {'fwdbdc': fwdbdc, 'bfc': bfc, 'f32': lambda a: sweep(a, False), 'f16': lambda a: sweep(a, True)}[a.table](a)
+    page(a)
 
 
 if __name__ == '__main__':

@@ -20,14 +20,25 @@ void accumulate_leaf(AutogradMeta& meta, const Tensor& g) {
   }
 }
 
-void accumulate_inner(std::unordered_map<AutogradMeta*, Tensor>& grads, AutogradMeta* key, const Tensor& g) {
+// Whether no other tensor (view, node output, captured value) shares t's storage: then t may be summed into.
+bool sole_owner(const Tensor& t) { return t.storage().use_count() == 1 && t.is_contiguous(); }
+
+// Sums a second gradient of an inner tensor. Either gradient may be shared (a pass-through such as add's backward
+// returns its output gradient for both inputs), so the sum goes in place only into one that nothing else holds:
+// one pass over the data instead of a copy and a pass.
+void accumulate_inner(std::unordered_map<AutogradMeta*, Tensor>& grads, AutogradMeta* key, Tensor g) {
   auto it = grads.find(key);
   if (it == grads.end()) {
-    grads.emplace(key, g);
+    grads.emplace(key, std::move(g));
+  } else if (sole_owner(it->second) && it->second.dtype() == g.dtype()) {
+    it->second.add_(g);
+  } else if (sole_owner(g) && g.dtype() == it->second.dtype()) {
+    g.add_(it->second);
+    it->second = std::move(g);
   } else {
-    Tensor sum = it->second.clone();  // the stored gradient may be shared with another node's output
+    Tensor sum = it->second.clone();
     sum.add_(g);
-    it->second = sum;
+    it->second = std::move(sum);
   }
 }
 }  // namespace
@@ -72,6 +83,7 @@ void Tape::record(const char* op, std::initializer_list<const Tensor*> inputs, s
     t->set_autograd_meta(meta);
     node.outputs.push_back(OutputSlot{meta, t->shape(), t->dtype(), t->device()});
   }
+  if (observer_ != nullptr) node.tag = observer_->on_record(op);
   nodes_.push_back(std::move(node));
 }
 
@@ -84,8 +96,9 @@ void Tape::backward(const Tensor& loss, bool retain_graph) {
 
 void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
   CNN_CHECK(root.defined() && seed.defined(), "Tape::backward: undefined root or seed tensor");
-  CNN_CHECK(!freed_, "Tape::backward: this tape was already replayed and its nodes freed; call "
-                     "backward(..., retain_graph=true) to replay a tape twice");
+  CNN_CHECK(!freed_,
+            "Tape::backward: this tape was already replayed and its nodes freed; call "
+            "backward(..., retain_graph=true) to replay a tape twice");
   CNN_CHECK(root.requires_grad(), "Tape::backward: ", root.str(),
             " does not require grad (no recorded op produced it from a tensor with requires_grad; was the op run "
             "with a null tape or under NoGradGuard?)");
@@ -94,9 +107,11 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
   CNN_CHECK(seed.device() == root.device(), "Tape::backward: seed on ", seed.device().str(), ", root on ",
             root.device().str());
   NoGradGuard no_grad;  // backward closures must not record
+  if (observer_ != nullptr) observer_->on_backward_begin();
   AutogradMeta* root_meta = root.autograd_meta().get();
   if (root_meta->is_leaf) {
     accumulate_leaf(*root_meta, seed);
+    if (observer_ != nullptr) observer_->on_backward_end();
     return;
   }
   bool found = false;
@@ -126,9 +141,11 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
       const OutputSlot& o = node.outputs[i];
       if (!grad_out[i].defined()) grad_out[i] = Tensor::zeros(o.shape, o.dtype, o.device, "zero grad");
     }
+    if (observer_ != nullptr) observer_->on_node_begin(node.op, node.tag);
     std::vector<Tensor> grad_in = node.backward(grad_out);
-    CNN_CHECK(grad_in.size() == node.inputs.size(), "Tape::backward(", node.op, "): backward returned ",
-              grad_in.size(), " gradients for ", node.inputs.size(), " inputs");
+    if (observer_ != nullptr) observer_->on_node_end(node.op, node.tag);
+    CNN_CHECK(grad_in.size() == node.inputs.size(), "Tape::backward(", node.op, "): backward returned ", grad_in.size(),
+              " gradients for ", node.inputs.size(), " inputs");
     for (size_t i = 0; i < grad_in.size(); ++i) {
       const InputSlot& in = node.inputs[i];
       if (!in.meta || !in.meta->requires_grad || !grad_in[i].defined()) continue;
@@ -137,7 +154,7 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
       if (in.meta->is_leaf) {
         accumulate_leaf(*in.meta, grad_in[i]);
       } else {
-        accumulate_inner(grads, in.meta.get(), grad_in[i]);
+        accumulate_inner(grads, in.meta.get(), std::move(grad_in[i]));
       }
     }
   }
@@ -145,6 +162,7 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
     nodes_.clear();
     freed_ = true;
   }
+  if (observer_ != nullptr) observer_->on_backward_end();
 }
 
 void Tape::clear() {

@@ -29,6 +29,21 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Watches a tape's work, for profiling: the ops it records (called right after each op's forward ran), the
+// module scopes the forward passes through (Module::call) and every node replayed by backward. Keys are opaque to
+// the tape: a scope key is the Module's address; a node's tag is whatever on_record returned for it.
+class TapeObserver {
+ public:
+  virtual ~TapeObserver() = default;
+  virtual void on_scope_begin(const void* scope) = 0;
+  virtual void on_scope_end(const void* scope) = 0;
+  virtual int on_record(const char* op) = 0;
+  virtual void on_backward_begin() = 0;
+  virtual void on_node_begin(const std::string& op, int tag) = 0;  // before the node's backward closure
+  virtual void on_node_end(const std::string& op, int tag) = 0;    // after it, before its gradients accumulate
+  virtual void on_backward_end() = 0;
+};
+
 class Tape {
  public:
   Tape() = default;
@@ -51,6 +66,10 @@ class Tape {
   size_t size() const { return nodes_.size(); }
   void clear();
 
+  // Observer of this tape's work (null: none); not owned, must outlive the tape's use.
+  void set_observer(TapeObserver* observer) { observer_ = observer; }
+  TapeObserver* observer() const { return observer_; }
+
  private:
   struct InputSlot {
     std::shared_ptr<AutogradMeta> meta;  // null when the input does not require grad
@@ -68,9 +87,11 @@ class Tape {
     std::vector<InputSlot> inputs;
     std::vector<OutputSlot> outputs;
     BackwardFn backward;
+    int tag = 0;  // the observer's tag for this node
   };
   std::vector<Node> nodes_;
   bool freed_ = false;
+  TapeObserver* observer_ = nullptr;
 };
 
 }  // namespace cnn

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <new>
 
 namespace cnn {
 
@@ -49,6 +51,14 @@ std::string user_message(const std::string& what) {
     from = open;
   }
   return s;
+}
+
+std::string user_error_text(const std::exception& e, const std::string& oom_hint) {
+  if (const auto* fe = dynamic_cast<const std::filesystem::filesystem_error*>(&e))
+    return fe->path1().empty() ? fe->code().message() : fe->path1().string() + ": " + fe->code().message();
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr)
+    return oom_hint.empty() ? "out of memory" : "out of memory (" + oom_hint + ")";
+  return user_message(e.what());
 }
 
 }  // namespace cnn

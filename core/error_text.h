@@ -3,6 +3,7 @@
 // set_debug_locations(true), e.g. from `cnn-train --debug`).
 #pragma once
 
+#include <exception>
 #include <string>
 
 namespace cnn {
@@ -12,5 +13,10 @@ void set_debug_locations(bool on);
 
 // `what` without the " [cond at file:line]" parts of failed checks (kept in debug mode).
 std::string user_message(const std::string& what);
+
+// The text of an error line for a user: a filesystem error names its path first (the library's text names the call,
+// not the file), std::bad_alloc is "out of memory" followed by `oom_hint` when there is one, anything else is
+// user_message(e.what()).
+std::string user_error_text(const std::exception& e, const std::string& oom_hint = "");
 
 }  // namespace cnn

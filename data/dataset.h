@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include "data/opencv.h"
 
@@ -117,6 +118,24 @@ class SyntheticDataset : public Dataset {
   int64_t size_;
   int num_classes_, height_, width_, channels_;
   uint64_t key_;
+};
+
+// The first `n` samples of another data set (--train-samples, --samples); the caller checks n <= its size.
+class SubsetDataset : public Dataset {
+ public:
+  SubsetDataset(std::shared_ptr<const Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
+  int64_t size() const override { return n_; }
+  int64_t label(int64_t i) const override { return base_->label(i); }
+  int num_classes() const override { return base_->num_classes(); }
+  int channels() const override { return base_->channels(); }
+  std::vector<float> mean() const override { return base_->mean(); }
+  std::vector<float> std() const override { return base_->std(); }
+  std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
+  RawSample read(int64_t i) const override { return base_->read(i); }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  int64_t n_;
 };
 
 }  // namespace cnn::data

@@ -15,6 +15,9 @@ namespace cnn::data {
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr float kFashionMnistMean = 0.2860f;  // pixel mean / 255 over the training set
 inline constexpr float kFashionMnistStd = 0.3530f;   // pixel std / 255 over the training set
+// Class names in label order (the data set's README).
+inline constexpr const char* kFashionMnistClasses[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // An unsigned-byte IDX array (type code 0x08): big-endian int32 extents, then the bytes.
 struct IdxArray {

@@ -1,4 +1,4 @@
-// The CNN layer Modules: parameter creation and registration, init schemes, forward through layers/nn_ops.h.
+// The CNN layer Modules: parameter creation and registration, init schemes, forward through layers/functional.h.
 #include "layers/layers.h"
 
 #include "layers/functional.h"
@@ -100,7 +100,7 @@ ops::DwGeometry DepthwiseConv2d::geometry() const {
 }
 
 Tensor DepthwiseConv2d::forward(const ForwardContext& ctx, const Tensor& x) {
-  return ops::depthwise_conv2d(ctx.tape, x, weight, bias, geometry(), options_.bfc_accum);
+  return ops::depthwise_conv2d(ctx.tape, x, weight, bias, geometry(), options_.bfc_accum, filter_grad_);
 }
 
 void DepthwiseConv2d::init_parameters(InitScheme scheme, InitRng& rng) {

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "kernels/dwconv/dwconv.h"
+#include "layers/functional.h"
 #include "layers/module.h"
-#include "layers/nn_ops.h"
 
 namespace cnn {
 
@@ -57,6 +57,8 @@ class DepthwiseConv2d : public Module {
   Tensor forward(const ForwardContext& ctx, const Tensor& x) override;
   const DepthwiseConv2dOptions& options() const { return options_; }  // paddings resolved (no -1)
   ops::DwGeometry geometry() const;
+  // Replaces the backend's weight gradient of this layer (ops::depthwise_conv2d's filter_grad); {} restores it.
+  void set_filter_grad(ops::DwFilterGrad fn) { filter_grad_ = std::move(fn); }
 
   Tensor weight;  // (FH, FW, C)
   Tensor bias;    // (C), undefined without bias
@@ -66,6 +68,7 @@ class DepthwiseConv2d : public Module {
 
  private:
   DepthwiseConv2dOptions options_;
+  ops::DwFilterGrad filter_grad_;
 };
 
 // PyTorch Linear over the last axis of (..., in): also the 1x1 / pointwise conv on NHWC. weight (out, in).

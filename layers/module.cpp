@@ -126,9 +126,18 @@ void Module::zero_grad() {
   for (auto& c : children_) c.second->zero_grad();
 }
 
+Tensor Module::call(const ForwardContext& ctx, const Tensor& x) {
+  TapeObserver* observer = ctx.tape != nullptr ? ctx.tape->observer() : nullptr;
+  if (observer == nullptr) return forward(ctx, x);
+  observer->on_scope_begin(this);
+  Tensor y = forward(ctx, x);
+  observer->on_scope_end(this);
+  return y;
+}
+
 Tensor Sequential::forward(const ForwardContext& ctx, const Tensor& x) {
   Tensor h = x;
-  for (const auto& [name, child] : named_children()) h = child->forward(ctx, h);
+  for (const auto& [name, child] : named_children()) h = child->call(ctx, h);
   return h;
 }
 

@@ -57,6 +57,9 @@ class Module {
 
   // x: NHWC (N, H, W, C) activations, or (N, C) after pooling. Records on ctx.tape.
   virtual Tensor forward(const ForwardContext& ctx, const Tensor& x) = 0;
+  // forward inside this module's scope: the observer of ctx.tape, if any, sees the module enter and leave (its
+  // address is the scope key). Parents run their children through call(), so profiles name module paths.
+  Tensor call(const ForwardContext& ctx, const Tensor& x);
 
   const std::string& type_name() const { return type_name_; }
 

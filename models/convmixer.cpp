@@ -2,6 +2,8 @@
 // blocks.i.1, blocks.i.3, head).
 #include "models/convmixer.h"
 
+#include "layers/batch_norm_act.h"
+
 namespace cnn {
 
 namespace ys = yaml_struct;
@@ -17,6 +19,25 @@ ConvMixerConfig parse_convmixer_config(ys::MapReader& r, const ModelCommon& comm
   return c;
 }
 
+ConvMixerBlock::ConvMixerBlock(const ConvMixerConfig& config, const BuildOptions& options)
+    : Module("ConvMixerBlock"),
+      act_(config.activation == "gelu" ? kernels::NormAct::gelu : kernels::NormAct::relu) {
+  const int h = config.dim;
+  auto fn = std::make_shared<Sequential>();
+  dw_ = fn->add(make_depthwise(h, config.kernel_size, config.kernel_size, 1, true, options));
+  fn->add(make_activation(config.activation));
+  bn1_ = fn->add(std::make_shared<BatchNorm2d>(h));
+  register_module("0", std::make_shared<Residual>(fn));
+  pw_ = register_module("1", std::make_shared<PointwiseConv2d>(h, h, true));
+  register_module("2", make_activation(config.activation));
+  bn2_ = register_module("3", std::make_shared<BatchNorm2d>(h));
+}
+
+Tensor ConvMixerBlock::forward(const ForwardContext& ctx, const Tensor& x) {
+  const Tensor h = batch_norm_act(ctx, *bn1_, dw_->call(ctx, x), act_, x);
+  return batch_norm_act(ctx, *bn2_, pw_->call(ctx, h), act_);
+}
+
 ConvMixer::ConvMixer(const ConvMixerConfig& config, const BuildOptions& options)
     : Model("ConvMixer", config.common), config_(config) {
   const int h = config.dim;
@@ -25,25 +46,14 @@ ConvMixer::ConvMixer(const ConvMixerConfig& config, const BuildOptions& options)
   stem_->add(make_activation(config.activation));
   stem_->add(std::make_shared<BatchNorm2d>(h));
   blocks_ = register_module("blocks", std::make_shared<Sequential>());
-  for (int i = 0; i < config.depth; ++i) {
-    auto fn = std::make_shared<Sequential>();
-    fn->add(make_depthwise(h, config.kernel_size, config.kernel_size, 1, true, options));
-    fn->add(make_activation(config.activation));
-    fn->add(std::make_shared<BatchNorm2d>(h));
-    auto block = std::make_shared<Sequential>();
-    block->add(std::make_shared<Residual>(fn));
-    block->add(std::make_shared<PointwiseConv2d>(h, h, true));
-    block->add(make_activation(config.activation));
-    block->add(std::make_shared<BatchNorm2d>(h));
-    blocks_->add(block);
-  }
+  for (int i = 0; i < config.depth; ++i) blocks_->add(std::make_shared<ConvMixerBlock>(config, options));
   pooling_ = register_module("pooling", std::make_shared<GlobalAvgPool>());
   head_ = register_module("head", std::make_shared<Linear>(h, config.common.num_classes));
 }
 
 Tensor ConvMixer::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
-  return head_->forward(ctx, pooling_->forward(ctx, blocks_->forward(ctx, stem_->forward(ctx, x))));
+  return head_->call(ctx, pooling_->call(ctx, blocks_->call(ctx, stem_->call(ctx, x))));
 }
 
 }  // namespace cnn

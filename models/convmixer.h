@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/norm/norm.h"
 #include "models/model.h"
 #include "models/yaml_struct.h"
 
@@ -20,6 +21,21 @@ struct ConvMixerConfig {
 };
 
 ConvMixerConfig parse_convmixer_config(yaml_struct::MapReader& r, const ModelCommon& common);
+
+// One block, Residual(dwconv -> act -> BN) -> 1x1 conv -> act -> BN, with timm's child names (0.fn.0, 0.fn.2, 1, 3).
+// The forward runs each act -> BN [-> + x] as one op (layers/batch_norm_act.h); the children's own forwards
+// (Residual, Sequential) compute the same thing op by op.
+class ConvMixerBlock : public Module {
+ public:
+  ConvMixerBlock(const ConvMixerConfig& config, const BuildOptions& options);
+  Tensor forward(const ForwardContext& ctx, const Tensor& x) override;
+
+ private:
+  kernels::NormAct act_;
+  std::shared_ptr<DepthwiseConv2d> dw_;
+  std::shared_ptr<BatchNorm2d> bn1_, bn2_;
+  std::shared_ptr<PointwiseConv2d> pw_;
+};
 
 class ConvMixer : public Model {
  public:

@@ -37,9 +37,9 @@ ConvNeXtBlock::ConvNeXtBlock(const ConvNeXtConfig& c, int dim, int kernel_size, 
 }
 
 Tensor ConvNeXtBlock::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor h = mlp_->forward(ctx, norm_->forward(ctx, conv_dw_->forward(ctx, x)));
+  Tensor h = mlp_->call(ctx, norm_->call(ctx, conv_dw_->call(ctx, x)));
   h = ops::mul(ctx.tape, h, gamma);
-  return ops::add(ctx.tape, drop_path_->forward(ctx, h), x);
+  return ops::add(ctx.tape, drop_path_->call(ctx, h), x);
 }
 
 ConvNeXtStage::ConvNeXtStage(const ConvNeXtConfig& c, int index, const std::vector<double>& block_drop,
@@ -62,7 +62,7 @@ ConvNeXtStage::ConvNeXtStage(const ConvNeXtConfig& c, int index, const std::vect
 }
 
 Tensor ConvNeXtStage::forward(const ForwardContext& ctx, const Tensor& x) {
-  return blocks_->forward(ctx, downsample_->forward(ctx, x));
+  return blocks_->call(ctx, downsample_->call(ctx, x));
 }
 
 PoolNormHead::PoolNormHead(int64_t channels, int64_t num_classes, double eps) : Module("PoolNormHead") {
@@ -72,7 +72,7 @@ PoolNormHead::PoolNormHead(int64_t channels, int64_t num_classes, double eps) : 
 }
 
 Tensor PoolNormHead::forward(const ForwardContext& ctx, const Tensor& x) {
-  return fc_->forward(ctx, norm_->forward(ctx, pool_->forward(ctx, x)));
+  return fc_->call(ctx, norm_->call(ctx, pool_->call(ctx, x)));
 }
 
 ConvNeXt::ConvNeXt(const ConvNeXtConfig& config, const BuildOptions& options)
@@ -99,7 +99,7 @@ ConvNeXt::ConvNeXt(const ConvNeXtConfig& config, const BuildOptions& options)
 
 Tensor ConvNeXt::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
-  return head_->forward(ctx, stages_->forward(ctx, stem_->forward(ctx, x)));
+  return head_->call(ctx, stages_->call(ctx, stem_->call(ctx, x)));
 }
 
 }  // namespace cnn

@@ -1,6 +1,9 @@
 // Model base checks and the shared building blocks.
 #include "models/model.h"
 
+#include <map>
+
+#include "core/autograd.h"
 #include "core/error.h"
 #include "layers/functional.h"
 
@@ -18,7 +21,7 @@ Tensor ModuleList::forward(const ForwardContext&, const Tensor&) {
 Residual::Residual(std::shared_ptr<Module> fn) : Module("Residual"), fn_(register_module("fn", std::move(fn))) {}
 
 Tensor Residual::forward(const ForwardContext& ctx, const Tensor& x) {
-  return ops::add(ctx.tape, fn_->forward(ctx, x), x);
+  return ops::add(ctx.tape, fn_->call(ctx, x), x);
 }
 
 ConvBn::ConvBn(std::shared_ptr<Module> conv, int64_t out_channels, bool relu)
@@ -29,8 +32,8 @@ ConvBn::ConvBn(std::shared_ptr<Module> conv, int64_t out_channels, bool relu)
 }
 
 Tensor ConvBn::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor y = bn_->forward(ctx, conv_->forward(ctx, x));
-  return relu_ ? relu_->forward(ctx, y) : y;
+  Tensor y = bn_->call(ctx, conv_->call(ctx, x));
+  return relu_ ? relu_->call(ctx, y) : y;
 }
 
 Mlp::Mlp(int64_t channels, int64_t hidden) : Module("Mlp") {
@@ -40,7 +43,7 @@ Mlp::Mlp(int64_t channels, int64_t hidden) : Module("Mlp") {
 }
 
 Tensor Mlp::forward(const ForwardContext& ctx, const Tensor& x) {
-  return fc2_->forward(ctx, act_->forward(ctx, fc1_->forward(ctx, x)));
+  return fc2_->call(ctx, act_->call(ctx, fc1_->call(ctx, x)));
 }
 
 std::shared_ptr<Module> make_activation(const std::string& name) {
@@ -62,6 +65,21 @@ std::shared_ptr<DepthwiseConv2d> make_depthwise(int64_t channels, int kh, int kw
   o.bias = bias;
   o.bfc_accum = options.bfc_accum;
   return std::make_shared<DepthwiseConv2d>(o);
+}
+
+void copy_tensors_except(const Module& src, Module& dst, const std::string& skip) {
+  NoGradGuard no_grad;
+  std::map<std::string, Tensor> source;
+  for (const auto& p : src.named_parameters()) source[p.name] = p.tensor;
+  for (const auto& [name, t] : src.named_buffers()) source[name] = t;
+  auto copy_from = [&](const std::string& name, Tensor& t) {
+    if (name.find(skip) != std::string::npos) return;
+    auto it = source.find(name);
+    CNN_CHECK(it != source.end(), "copy_tensors_except: source model has no tensor '", name, "'");
+    t.copy_(it->second);
+  };
+  for (auto& p : dst.named_parameters()) copy_from(p.name, p.tensor);
+  for (auto& [name, t] : dst.named_buffers()) copy_from(name, t);
 }
 
 std::vector<double> drop_path_rates(double rate, int64_t total) {

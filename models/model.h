@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd.h"
+#include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 #include "layers/layers.h"
 #include "layers/module.h"
@@ -107,6 +109,32 @@ std::shared_ptr<Module> make_activation(const std::string& name);
 // Depthwise conv with 'same' padding (stride 1) or PyTorch padding k // 2 (stride 2), kernel kh x kw.
 std::shared_ptr<DepthwiseConv2d> make_depthwise(int64_t channels, int kh, int kw, int stride, bool bias,
                                                 const BuildOptions& options);
+// Copies every parameter and buffer of `dst` whose name does not contain `skip` from the tensor of the same name in
+// `src` (re-parameterisation: all but the merged kernels); a name missing from `src` is an error.
+void copy_tensors_except(const Module& src, Module& dst, const std::string& skip);
+// Structural re-parameterisation shared by RepLKNet and SLaK: a new `Net` built from model's config with
+// small_kernel_merged, every tensor copied except the merged kernels, which get each block's eval-mode
+// equivalent_kernel_bias(). `blocks(net)` lists a model's blocks (each with large_kernel()) in the same order in
+// both forms. The result is on the CPU in eval mode.
+template <class Net, class Blocks>
+std::shared_ptr<Net> merge_large_kernels(const Net& model, const BuildOptions& options, Blocks blocks) {
+  CNN_CHECK(!model.config().small_kernel_merged, "reparameterize: ", model.common().family, " '",
+            model.common().name, "' is already re-parameterised");
+  auto merged_config = model.config();
+  merged_config.small_kernel_merged = true;
+  auto merged = std::make_shared<Net>(merged_config, options);
+  merged->eval();
+  copy_tensors_except(model, *merged, ".lkb_reparam.");
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < blocks(model).size(); ++i) {
+    auto [w, b] = blocks(model)[i]->large_kernel().equivalent_kernel_bias();
+    DepthwiseConv2d& dst = blocks(*merged)[i]->large_kernel().reparam();
+    dst.weight.copy_(w);
+    dst.bias.copy_(b);
+  }
+  return merged;
+}
+
 // Per-block stochastic-depth rates: linspace(0, rate, total) as torch.linspace.
 std::vector<double> drop_path_rates(double rate, int64_t total);
 

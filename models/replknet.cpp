@@ -3,8 +3,6 @@
 // and structural re-parameterisation.
 #include "models/replknet.h"
 
-#include <map>
-
 #include "core/autograd.h"
 #include "layers/functional.h"
 #include "layers/reparam.h"
@@ -51,7 +49,7 @@ class RepLKNetStage : public Module {
     blocks = register_module("blocks", std::make_shared<Sequential>());
     norm = register_module("norm", std::make_shared<Identity>());
   }
-  Tensor forward(const ForwardContext& ctx, const Tensor& x) override { return blocks->forward(ctx, x); }
+  Tensor forward(const ForwardContext& ctx, const Tensor& x) override { return blocks->call(ctx, x); }
   std::shared_ptr<Sequential> blocks;
   std::shared_ptr<Identity> norm;
 };
@@ -72,8 +70,8 @@ ReparamLargeKernelConv::ReparamLargeKernelConv(int64_t channels, int kernel, int
 }
 
 Tensor ReparamLargeKernelConv::forward(const ForwardContext& ctx, const Tensor& x) {
-  if (reparam_) return reparam_->forward(ctx, x);
-  return ops::add(ctx.tape, origin_->forward(ctx, x), small_->forward(ctx, x));
+  if (reparam_) return reparam_->call(ctx, x);
+  return ops::add(ctx.tape, origin_->call(ctx, x), small_->call(ctx, x));
 }
 
 std::pair<Tensor, Tensor> ReparamLargeKernelConv::equivalent_kernel_bias() const {
@@ -107,9 +105,9 @@ RepLKBlock::RepLKBlock(int64_t channels, int64_t dw_channels, int kernel, int sm
 }
 
 Tensor RepLKBlock::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor h = pw1_->forward(ctx, prelkb_bn_->forward(ctx, x));
-  h = pw2_->forward(ctx, lk_nonlinear_->forward(ctx, large_kernel_->forward(ctx, h)));
-  return ops::add(ctx.tape, x, drop_path_->forward(ctx, h));
+  Tensor h = pw1_->call(ctx, prelkb_bn_->call(ctx, x));
+  h = pw2_->call(ctx, lk_nonlinear_->call(ctx, large_kernel_->call(ctx, h)));
+  return ops::add(ctx.tape, x, drop_path_->call(ctx, h));
 }
 
 ConvFFN::ConvFFN(int64_t channels, int64_t hidden, double drop_path, uint32_t layer_id) : Module("ConvFFN") {
@@ -121,9 +119,9 @@ ConvFFN::ConvFFN(int64_t channels, int64_t hidden, double drop_path, uint32_t la
 }
 
 Tensor ConvFFN::forward(const ForwardContext& ctx, const Tensor& x) {
-  Tensor h = pw1_->forward(ctx, preffn_bn_->forward(ctx, x));
-  h = pw2_->forward(ctx, nonlinear_->forward(ctx, h));
-  return ops::add(ctx.tape, x, drop_path_->forward(ctx, h));
+  Tensor h = pw1_->call(ctx, preffn_bn_->call(ctx, x));
+  h = pw2_->call(ctx, nonlinear_->call(ctx, h));
+  return ops::add(ctx.tape, x, drop_path_->call(ctx, h));
 }
 
 RepLKNet::RepLKNet(const RepLKNetConfig& config, const BuildOptions& options)
@@ -177,41 +175,16 @@ RepLKNet::RepLKNet(const RepLKNetConfig& config, const BuildOptions& options)
 
 Tensor RepLKNet::forward(const ForwardContext& ctx, const Tensor& x) {
   check_input(x);
-  Tensor h = stem_->forward(ctx, x);
+  Tensor h = stem_->call(ctx, x);
   for (size_t i = 0; i < stage_list_.size(); ++i) {
-    h = stage_list_[i]->forward(ctx, h);
-    if (i < transition_list_.size()) h = transition_list_[i]->forward(ctx, h);
+    h = stage_list_[i]->call(ctx, h);
+    if (i < transition_list_.size()) h = transition_list_[i]->call(ctx, h);
   }
-  return head_->forward(ctx, avgpool_->forward(ctx, norm_->forward(ctx, h)));
+  return head_->call(ctx, avgpool_->call(ctx, norm_->call(ctx, h)));
 }
 
 std::shared_ptr<RepLKNet> reparameterize(const RepLKNet& model, const BuildOptions& options) {
-  CNN_CHECK(!model.config().small_kernel_merged, "reparameterize: RepLKNet '", model.common().name,
-            "' is already re-parameterised");
-  RepLKNetConfig merged_config = model.config();
-  merged_config.small_kernel_merged = true;
-  auto merged = std::make_shared<RepLKNet>(merged_config, options);
-  merged->eval();
-  NoGradGuard no_grad;
-  std::map<std::string, Tensor> source;
-  for (const auto& p : model.named_parameters()) source[p.name] = p.tensor;
-  for (const auto& [name, t] : model.named_buffers()) source[name] = t;
-  auto copy_from = [&](const std::string& name, Tensor& dst) {
-    auto it = source.find(name);
-    CNN_CHECK(it != source.end(), "reparameterize: source model has no tensor '", name, "'");
-    dst.copy_(it->second);
-  };
-  for (auto& p : merged->named_parameters()) {
-    if (p.name.find(".lkb_reparam.") == std::string::npos) copy_from(p.name, p.tensor);
-  }
-  for (auto& [name, t] : merged->named_buffers()) copy_from(name, t);
-  for (size_t i = 0; i < model.replk_blocks().size(); ++i) {
-    auto [w, b] = model.replk_blocks()[i]->large_kernel().equivalent_kernel_bias();
-    DepthwiseConv2d& dst = merged->replk_blocks()[i]->large_kernel().reparam();
-    dst.weight.copy_(w);
-    dst.bias.copy_(b);
-  }
-  return merged;
+  return merge_large_kernels(model, options, [](const RepLKNet& m) -> const auto& { return m.replk_blocks(); });
 }
 
 }  // namespace cnn

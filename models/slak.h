@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "models/model.h"
@@ -25,20 +26,28 @@ struct SLaKConfig {
   int small_kernel = 5;         // s (odd)
   bool decomposed = true;       // K x s + s x K strips (SLaK "Decom") or dense K x K
   double ls_init_value = 1e-6;  // LayerScale gamma init
+  bool small_kernel_merged = false;  // build the re-parameterised form (one K x K conv with bias, lkb_reparam)
   std::vector<SLaKStageConfig> stages;
   int width(size_t stage) const { return int(double(stages[stage].dim) * width_factor); }
 };
 
 SLaKConfig parse_slak_config(yaml_struct::MapReader& r, const ModelCommon& common);
 
-// children Decom1 / Decom2 (decomposed) or lkb_origin (dense), and small_conv when s < K; each a conv-BN.
+// children LoRA1 / LoRA2 (decomposed: K x s and s x K, the reference's names) or lkb_origin (dense), and
+// small_conv when s < K; each a conv-BN. Merged: one K x K depthwise conv with bias, lkb_reparam.
 class SLaKLargeKernel : public Module {
  public:
-  SLaKLargeKernel(int64_t channels, int kernel, int small_kernel, bool decomposed, const BuildOptions& options);
+  SLaKLargeKernel(int64_t channels, int kernel, int small_kernel, bool decomposed, bool merged,
+                  const BuildOptions& options);
   Tensor forward(const ForwardContext& ctx, const Tensor& x) override;
+  // Eval-mode equivalent (K, K, C) kernel and (C) bias: every branch's BN folded, strips and the small kernel
+  // centred into K x K.
+  std::pair<Tensor, Tensor> equivalent_kernel_bias() const;
+  DepthwiseConv2d& reparam() const;  // merged form only
 
  private:
   std::vector<std::shared_ptr<ConvBn>> branches_;
+  std::shared_ptr<DepthwiseConv2d> reparam_;
 };
 
 class SLaKBlock : public Module {
@@ -46,6 +55,7 @@ class SLaKBlock : public Module {
   SLaKBlock(const SLaKConfig& c, int64_t dim, int kernel, double drop_path, uint32_t layer_id,
             const BuildOptions& options);
   Tensor forward(const ForwardContext& ctx, const Tensor& x) override;
+  SLaKLargeKernel& large_kernel() const { return *large_kernel_; }
 
   Tensor gamma;  // (C) LayerScale ("stages.i.j.gamma")
 
@@ -63,14 +73,21 @@ class SLaK : public Model {
   Tensor forward(const ForwardContext& ctx, const Tensor& x) override;
   InitScheme init_scheme() const override { return InitScheme::trunc_normal_002; }
   const SLaKConfig& config() const { return config_; }
+  const std::vector<std::shared_ptr<SLaKBlock>>& blocks() const { return blocks_; }
 
  private:
   SLaKConfig config_;
+  std::vector<std::shared_ptr<SLaKBlock>> blocks_;
   std::shared_ptr<ModuleList> downsample_layers_, stages_;
   std::vector<std::shared_ptr<Module>> downsample_list_, stage_list_;
   std::shared_ptr<GlobalAvgPool> pool_;
   std::shared_ptr<LayerNorm> norm_;
   std::shared_ptr<Linear> head_;
 };
+
+// Structural re-parameterisation for inference/export: a new SLaK built with small_kernel_merged whose large-kernel
+// convs hold the folded + merged kernels (strips, small kernel and their BNs) and every other tensor is copied.
+// Equal to `model` in eval mode up to FP32 rounding. The result is on the CPU in eval mode.
+std::shared_ptr<SLaK> reparameterize(const SLaK& model, const BuildOptions& options = {});
 
 }  // namespace cnn

@@ -16,6 +16,9 @@ done
 [ "${#bins[@]}" -gt 0 ] || { echo "device-bundle.sh: no executables in build/bin" >&2; exit 2; }
 rm -rf .device/bundle
 "$bundle_sh" .device/bundle "${bins[@]}"
+# The build's identity, which the perf pages print (bench/dwconv_h200_tables.sh).
+{ git rev-parse HEAD 2>/dev/null || echo 'no git commit'; } | tr -d '\n' > .device/bundle/commit
+git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes' >> .device/bundle/commit
 # The device tool carries at most 64 MiB with the working tree: ship the bundle xz-compressed (OpenBLAS alone is
 # 35 MB); scripts/gpu-run.sh unpacks it with python3's tarfile, which the GPU machine has.
 rm -f .device/bundle.tar.xz

@@ -7,7 +7,7 @@
 # usage: scripts/gpu-profile.sh [--cudnn] LABEL KERNEL_REGEX [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
 #        scripts/gpu-profile.sh --list LABEL [VAR=VALUE ...] -- DWCONV_BENCH_ARGS...
 #   e.g. scripts/gpu-profile.sh ring13 tc_ring -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 13
-#        scripts/gpu-profile.sh bfc7tiled bfc_f16 CNN_DWCONV_F16_BFC_PATH=tiled -- --dtype f16 --op bfc --filters 7
+#        scripts/gpu-profile.sh bfc7tiled bfc_f16 CNN_DWCONV=bfc=strip -- --dtype f16 --op bfc --filters 7
 #        scripts/gpu-profile.sh --list cudnn3 -- --dtype f16 --op fwd --maps 128x32x32x1024 --filters 3
 # --cudnn keeps cuDNN on (the benchmark times its candidates too), to profile one of cuDNN's kernels; --list runs
 # the point once with cuDNN on and writes every kernel launched with its duration (speed-of-light section only), to

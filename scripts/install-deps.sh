@@ -7,7 +7,9 @@ packages=(
   libyaml-cpp-dev libcli11-dev libgtest-dev
   libopencv-core-dev libopencv-imgproc-dev libpng-dev
   libturbojpeg0-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
-  dataset-fashion-mnist python3
+  gnuplot-nox  # roofline plots: teach/dwconv/plot_roofline.py
+  dataset-fashion-mnist
+  python3  # the fuzz corpus (tests/fuzz) and the perf-table checks (tests/bench)
 )
 missing=()
 for p in "${packages[@]}"; do

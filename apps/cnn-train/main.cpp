@@ -3,19 +3,17 @@
 // one line on stderr and a non-zero exit status: 2 for command-line syntax, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <new>
 #include <set>
-#include <map>
 #include <string>
 
+#include "apps/cnn-train/app_main.h"
 #include "apps/cnn-train/plan.h"
 #include "apps/cnn-train/resume_check.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/train_config.h"
+#include "apps/cnn-train/train_flags.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/error.h"
-#include "core/error_text.h"
 #include "data/data_bench.h"
 
 namespace {
@@ -24,10 +22,7 @@ using cnn::train::TrainConfig;
 
 struct Cli {
   std::string config_file, resume;
-  bool debug = false;
-  std::map<std::string, std::string> values;  // key -> flag value as typed
-  std::map<std::string, bool> switches;       // boolean keys
-  std::map<std::string, CLI::Option*> options;
+  cnn::train::TrainFlags flags;
 };
 
 void add_flags(CLI::App& app, Cli& cli) {
@@ -35,17 +30,7 @@ void add_flags(CLI::App& app, Cli& cli) {
       ->type_name("FILE");
   app.add_option("--resume", cli.resume, "continue a run: its folder (runs/...) or one of its checkpoint folders")
       ->type_name("DIR");
-  app.add_flag("--debug", cli.debug, "append the failed condition and source place to internal errors (or CNN_DEBUG=1)");
-  for (const cnn::train::FieldInfo& f : cnn::train::train_fields()) {
-    const std::string flag = cnn::train::flag_name(f.key);
-    if (f.is_bool) {
-      cli.switches[f.key] = false;
-      cli.options[f.key] = app.add_flag(flag + ",!--no-" + flag.substr(2), cli.switches[f.key], f.help);
-    } else {
-      const std::string help = f.default_value == "\"\"" ? f.help : f.help + " [" + f.default_value + "]";
-      cli.options[f.key] = app.add_option(flag, cli.values[f.key], help)->type_name(f.type_name);
-    }
-  }
+  cnn::train::add_train_flags(app, cli.flags);
 }
 
 // Defaults < the resumed run's config.yaml < --config < flags. `explicit_keys`: keys --config or a flag set.
@@ -60,11 +45,7 @@ TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, s
   const std::set<std::string> from_run = c.given;
   c.given.clear();
   if (!cli.config_file.empty()) cnn::train::load_train_config(cli.config_file, c);
-  for (const auto& [key, option] : cli.options) {
-    if (option->count() == 0) continue;
-    auto sw = cli.switches.find(key);
-    cnn::train::set_from_flag(c, key, sw != cli.switches.end() ? (sw->second ? "true" : "false") : cli.values.at(key));
-  }
+  cnn::train::apply_train_flags(cli.flags, c);
   *explicit_keys = c.given;
   c.given.insert(from_run.begin(), from_run.end());
   return c;
@@ -73,8 +54,7 @@ TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, s
 // A resumed run continues the checkpoint's trajectory: the rule table of resume_check.h decides per key.
 void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::set<std::string>& explicit_keys,
                   const std::string& run_dir, const std::string& checkpoint) {
-  if (config.synthetic) throw cnn::Error("--resume: not with --synthetic (benchmark mode)");
-  if (config.bench_data) throw cnn::Error("--resume: not with --bench-data (benchmark mode)");
+  cnn::train::verify_resume_flags(explicit_keys);
   const TrainConfig stored = cnn::train::stored_config(checkpoint + "/state.safetensors");
   TrainConfig requested = config;
   cnn::train::resolve_model(requested);
@@ -102,7 +82,10 @@ int run(const Cli& cli) {
   }
   cnn::train::Trainer trainer(plan);
   if (plan.config.synthetic) {
-    trainer.benchmark();
+    if (plan.config.profile > 0)
+      trainer.profile();
+    else
+      trainer.benchmark();
     return 0;
   }
   if (run_dir.empty()) run_dir = cnn::train::make_run_dir(plan.config.output, plan.model_name);
@@ -119,32 +102,5 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default(false);
   Cli cli;
   add_flags(app, cli);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "cnn-train: error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  if (cli.debug) cnn::set_debug_locations(true);
-  try {
-    return run(cli);
-  } catch (const std::filesystem::filesystem_error& e) {
-    // The library's text ("filesystem error: cannot ...: Too many levels of symbolic links [path]") names the
-    // call, not the file; say the file first.
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-train: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-train: error: out of memory (try a smaller --batch-size, --image-size or model)\n");
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cnn-train: error: %s\n", cnn::user_message(e.what()).c_str());
-    return 1;
-  }
+  return cnn::train::run_app(app, argc, argv, "cnn-train", [&] { return run(cli); });
 }

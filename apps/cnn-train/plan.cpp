@@ -17,29 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The first `n` samples of another data set (--train-samples / --val-samples).
-class SubsetDataset : public data::Dataset {
- public:
-  SubsetDataset(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
-  int64_t size() const override { return n_; }
-  int64_t label(int64_t i) const override { return base_->label(i); }
-  int num_classes() const override { return base_->num_classes(); }
-  int channels() const override { return base_->channels(); }
-  std::vector<float> mean() const override { return base_->mean(); }
-  std::vector<float> std() const override { return base_->std(); }
-  std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
-  data::RawSample read(int64_t i) const override { return base_->read(i); }
-
- private:
-  std::shared_ptr<const data::Dataset> base_;
-  int64_t n_;
-};
-
 std::shared_ptr<const data::Dataset> limit(std::shared_ptr<const data::Dataset> ds, int64_t n, const char* flag) {
   if (n == 0) return ds;
   if (n > ds->size())
     throw Error(str_cat(flag, ": expected at most the ", ds->size(), " samples the split has, got ", n));
-  return std::make_shared<SubsetDataset>(std::move(ds), n);
+  return std::make_shared<data::SubsetDataset>(std::move(ds), n);
 }
 
 Device resolve_device(const std::string& text) {
@@ -142,6 +124,14 @@ void check_combinations(const TrainConfig& c, const Device& device) {
     throw Error(str_cat("--warmup-lr-init: expected <= --lr (", c.lr, "), got ", c.warmup_lr_init));
   if (c.given.count("steps") && !c.synthetic) throw Error("--steps: only with --synthetic (benchmark mode)");
   if (c.given.count("bench_warmup") && !c.synthetic) throw Error("--bench-warmup: only with --synthetic");
+  if (c.given.count("profile") && !c.synthetic) throw Error("--profile: only with --synthetic (benchmark mode)");
+  if (c.given.count("trace_dir") && !c.synthetic) throw Error("--trace-dir: only with --synthetic (benchmark mode)");
+  if (c.profile > 0 && c.given.count("steps"))
+    throw Error("--steps: not with --profile (the profile runs --profile N steps)");
+  if (c.profile > 0 && !c.trace_dir.empty()) throw Error("--trace-dir: not with --profile (one measurement at a time)");
+  if (!c.trace_dir.empty() && c.bench_warmup > 0)
+    throw Error(str_cat("--trace-dir: needs --bench-warmup 0 (the traced steps start from the initial weights), got ",
+                        c.bench_warmup));
   if (c.synthetic && c.stop_after > 0) throw Error("--stop-after: not with --synthetic (benchmark mode saves nothing)");
   if (c.bench_data && c.synthetic) throw Error("--bench-data: not with --synthetic (one benchmark at a time)");
   if (c.given.count("bench_seconds") && !c.bench_data) throw Error("--bench-seconds: only with --bench-data");
@@ -192,7 +182,10 @@ Plan make_plan(const TrainConfig& config) {
   p.model_config = resolve_model(c);
   p.model_name = model_common(p.model_config).name;
   p.build_options.bfc_accum = c.bfc_accum == "ha" ? dwconv::BfcAccum::ha : dwconv::BfcAccum::fp32;
-  if (c.synthetic) c.synthetic_size = std::max<int64_t>(4, (c.steps + c.bench_warmup) * c.batch_size * c.accum_steps);
+  if (c.synthetic) {
+    const int64_t timed = c.profile > 0 ? c.profile : c.steps;
+    c.synthetic_size = std::max<int64_t>(4, (timed + c.bench_warmup) * c.batch_size * c.accum_steps);
+  }
   const int channels = model_common(p.model_config).in_channels;
   check_model(p);
   load_datasets(p, channels);

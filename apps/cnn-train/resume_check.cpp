@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 
 const std::vector<ResumeKeyRule>& resume_rules() {
   using R = ResumeRule;
+  static const char* const kBench = "benchmark mode";
   static const std::vector<ResumeKeyRule> table = {
       {"model", R::locked},          {"dataset", R::locked},          {"data_dir", R::locked},
       {"train_samples", R::locked},  {"val_samples", R::changeable},  {"synthetic_size", R::locked},
@@ -28,8 +29,19 @@ const std::vector<ResumeKeyRule>& resume_rules() {
       {"seed", R::locked},           {"device", R::free},             {"workers", R::free},
       {"log_interval", R::free},     {"eval_interval", R::free},      {"checkpoint_interval", R::free},
       {"keep", R::free},             {"output", R::free},
+      {"stop_after", R::invocation}, {"max_nonfinite_steps", R::invocation},
+      {"initial_checkpoint", R::refused, "the run's checkpoint holds its weights"},
+      {"synthetic", R::refused, kBench}, {"steps", R::refused, kBench}, {"bench_warmup", R::refused, kBench},
+      {"profile", R::refused, kBench},   {"trace_dir", R::refused, kBench},
+      {"bench_data", R::refused, kBench}, {"bench_seconds", R::refused, kBench},
   };
   return table;
+}
+
+void verify_resume_flags(const std::set<std::string>& explicit_keys) {
+  for (const ResumeKeyRule& r : resume_rules())
+    if (r.rule == ResumeRule::refused && explicit_keys.count(r.key))
+      throw Error(str_cat(flag_name(r.key), ": not with --resume (", r.why, ")"));
 }
 
 TrainConfig stored_config(const std::string& state_file) {
@@ -55,7 +67,7 @@ std::string value_for_compare(const TrainConfig& c, const std::string& key) {
 void verify_resume_config(const TrainConfig& stored, const TrainConfig& run_yaml, const TrainConfig& requested,
                           const std::set<std::string>& explicit_keys, const ResumeSources& sources) {
   for (const ResumeKeyRule& r : resume_rules()) {
-    if (r.rule == ResumeRule::free) continue;
+    if (r.rule != ResumeRule::locked && r.rule != ResumeRule::changeable) continue;
     const std::string key = r.key, want = value_for_compare(stored, key);
     const std::string in_yaml = value_for_compare(run_yaml, key), now = value_for_compare(requested, key);
     if (in_yaml != want && !(r.rule == ResumeRule::changeable && explicit_keys.count(key)))

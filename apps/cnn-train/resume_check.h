@@ -16,17 +16,25 @@
 
 namespace cnn::train {
 
+// Persisted keys (written to config.yaml and to the checkpoint's metadata):
 // locked: the run's trajectory depends on it; config.yaml, --config and flags must all keep the checkpoint's value.
 // changeable: config.yaml must hold the checkpoint's value (an edit is refused); --config or a flag may change it.
 // free: run control (device, workers, intervals, output); any source may change it.
-enum class ResumeRule { locked, changeable, free };
+// Flag-only keys (never persisted; a recipe refuses them):
+// invocation: controls this invocation only (--stop-after, --max-nonfinite-steps); allowed with --resume.
+// refused: not with --resume (another start: --initial-checkpoint, the benchmark modes and their keys).
+enum class ResumeRule { locked, changeable, free, invocation, refused };
 
 struct ResumeKeyRule {
   const char* key;
   ResumeRule rule;
+  const char* why = nullptr;  // refused: the reason, for the error line
 };
-// One entry per persisted key of the recipe (train_fields()), in that order.
+// One entry per key of the recipe (train_fields()), in that order.
 const std::vector<ResumeKeyRule>& resume_rules();
+
+// The flags of this invocation against the flag-only rules: `<flag>: not with --resume (<why>)`.
+void verify_resume_flags(const std::set<std::string>& explicit_keys);
 
 struct ResumeSources {
   std::string checkpoint;  // folder of the checkpoint resumed from
@@ -41,7 +49,7 @@ TrainConfig stored_config(const std::string& state_file);
 void verify_resume_config(const TrainConfig& stored, const TrainConfig& run_yaml, const TrainConfig& requested,
                           const std::set<std::string>& explicit_keys, const ResumeSources& sources);
 
-// Throws `<what>: <index>: non-finite value nan` unless every element of a floating tensor is finite.
+// Throws `<what>: element <i> is not finite (<value>)` unless every element of a floating tensor is finite.
 void require_finite(const Tensor& t, const std::string& what);
 
 // The tensors of a state.safetensors: only optim.*, loss_scaler.* (with amp) and the known train.* keys; every

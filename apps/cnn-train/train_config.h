@@ -50,9 +50,12 @@ struct TrainConfig {
   // Not persisted: they control this invocation only.
   int64_t stop_after = 0;    // stop (with a resumable checkpoint) after this global step (0: off)
   int64_t max_nonfinite_steps = 5;  // FP32: stop after this many consecutive steps with a non-finite loss/grad norm
+  std::string initial_checkpoint;  // start a new run from these weights (docs/train.md, fine-tuning)
   bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
   int64_t steps = 20;        // benchmark: timed steps
   int64_t bench_warmup = 3;  // benchmark: untimed steps first
+  int64_t profile = 0;       // benchmark: profile this many steps (by op kind and layer) instead of timing
+  std::string trace_dir;     // benchmark: folder for the initial weights, the steps' batches and losses
   bool bench_data = false;     // data-pipeline benchmark: the training loader alone, images/s, no files
   double bench_seconds = 10;   // data-pipeline benchmark: measured seconds
 

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "apps/cnn-train/initial_checkpoint.h"
+#include "core/allocator.h"
 #include "core/autograd.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -23,32 +25,31 @@ double wall_seconds() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-namespace {
-
-// Top-1 / top-5 hits of one batch: the label's rank is the number of logits strictly above it. A non-finite logit
-// would compare false against everything (a NaN row scores top-1), so it is refused instead of scored.
-void count_topk(const Tensor& logits, const Tensor& labels, int64_t step, int64_t& top1, int64_t& top5) {
+int64_t count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
   const Tensor host = logits.to(Device::cpu()).to(DType::f32).contiguous();
   const std::vector<int64_t> y = labels.to_vector<int64_t>();
   const int64_t rows = host.size(0), classes = host.size(1);
   const float* l = host.data<float>();
-  for (int64_t i = 0; i < rows * classes; ++i)
-    if (!std::isfinite(l[i]))
-      throw Error(str_cat("evaluation at step ", step, ": the model's logits are not finite (", l[i], " in row ",
-                          i / classes, "); a diverged model is neither scored nor saved as best"));
+  int64_t nonfinite_rows = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    const float target = l[r * classes + y[size_t(r)]];
+    const float* row = l + r * classes;
+    if (!std::all_of(row, row + classes, [](float v) { return std::isfinite(v); })) {
+      ++nonfinite_rows;
+      continue;
+    }
+    const float target = row[y[size_t(r)]];
     int64_t above = 0;
-    for (int64_t k = 0; k < classes; ++k) above += l[r * classes + k] > target ? 1 : 0;
+    for (int64_t k = 0; k < classes; ++k) above += row[k] > target ? 1 : 0;
     top1 += above == 0 ? 1 : 0;
     top5 += above < 5 ? 1 : 0;
   }
+  return nonfinite_rows;
 }
 
-}  // namespace
-
-Trainer::Trainer(Plan plan) : plan_(std::move(plan)), cfg_(plan_.config) {
+Trainer::Trainer(Plan plan, TrainerOptions options)
+    : plan_(std::move(plan)), cfg_(plan_.config), options_(options) {
   build_model();
+  if (options_.hooks) options_.hooks->on_model(*compute_);
   build_optimizer();
   train_loader_ = std::make_unique<data::DataLoader>(plan_.train_set, plan_.train_loader);
   if (!cfg_.synthetic) val_loader_ = std::make_unique<data::DataLoader>(plan_.val_set, plan_.val_loader);
@@ -61,6 +62,7 @@ Trainer::~Trainer() = default;
 void Trainer::build_model() {
   master_ = cnn::build_model(plan_.model_config, plan_.build_options);
   master_->init_weights(uint64_t(cfg_.seed));
+  if (!cfg_.initial_checkpoint.empty()) load_initial_checkpoint(*master_, cfg_.initial_checkpoint);
   master_->to(plan_.device);
   if (!cfg_.amp) {
     compute_ = master_;
@@ -93,10 +95,8 @@ void Trainer::build_optimizer() {
   o.eps = cfg_.opt_eps;
   o.weight_decay = cfg_.weight_decay;
   opt_ = std::make_unique<optim::AdamW>(params_, o);
-  if (cfg_.amp) {
-    opt_->set_half_copies(half_copies);
-    scaler_ = std::make_unique<optim::DynamicLossScaler>(plan_.device);
-  }
+  if (cfg_.amp) opt_->set_half_copies(half_copies);
+  if (cfg_.amp || options_.loss_scaling) scaler_ = std::make_unique<optim::DynamicLossScaler>(plan_.device);
   schedule_.kind = optim::lr_schedule_kind_from_name(cfg_.sched);
   schedule_.base_lr = cfg_.lr;
   schedule_.min_lr = cfg_.min_lr;
@@ -109,15 +109,18 @@ void Trainer::build_optimizer() {
 
 void Trainer::forward_backward(const data::Batch& batch) {
   Tape tape;
+  if (profiler_) tape.set_observer(profiler_.get());
   // DropPath masks depend on (seed, global micro-batch index): the same after a resume.
   const uint64_t micro_index = uint64_t(pos_.epoch * plan_.batches_per_epoch + pos_.next_batch);
   const ForwardContext ctx{&tape, true, uint64_t(cfg_.seed), micro_index};
-  const Tensor logits = compute_->forward(ctx, batch.images);
+  const Tensor logits = compute_->call(ctx, batch.images);
   const Tensor loss = ops::softmax_cross_entropy(&tape, logits, batch.labels, cfg_.label_smoothing);
   if (scaler_)
     tape.backward(loss, scaler_->scale());  // gradients of loss * scale
   else
     tape.backward(loss);
+  if (trace_) trace_->record(batch, loss);
+  if (options_.hooks) options_.hooks->on_batch(logits, batch.labels);
   const Tensor l = loss.reshape({1});
   log_loss_sum_.add_(l);
   epoch_loss_sum_.add_(l);
@@ -126,20 +129,24 @@ void Trainer::forward_backward(const data::Batch& batch) {
 }
 
 void Trainer::optimizer_step(int64_t micro) {
+  if (options_.hooks) options_.hooks->before_step(pos_.step);
   if (!scaler_) remember_loss_sums();
   for (int64_t m = 0; m < micro; ++m) {
     std::optional<data::Batch> batch = train_loader_->next();
     CNN_CHECK(batch.has_value(), "cnn-train: the training loader ended at batch ", pos_.next_batch, " of ",
               plan_.batches_per_epoch);
+    if (profiler_) profiler_->mark("data loader");
     forward_backward(*batch);
     ++pos_.next_batch;
   }
   // Mean over the micro-batches of this step (a short last group at the epoch's end divides by its own size).
   if (micro > 1) optim::scale_grads(params_, 1.0 / double(micro));
+  if (profiler_) profiler_->mark("loss bookkeeping, accumulation mean");
   optim::StepControl control;
   if (scaler_) {
     scaler_->unscale_and_check(params_);
     control.found_inf = scaler_->found_inf();
+    if (profiler_) profiler_->mark("loss scaler unscale + check");
   }
   std::optional<optim::GradNorm> n;
   // FP32 has no loss scaler to catch a non-finite step: the gradient norm is computed for the guard too.
@@ -148,9 +155,11 @@ void Trainer::optimizer_step(int64_t micro) {
     control.grad_scale = n->coef;
     last_grad_norm_ = n->norm;
   }
+  if (profiler_ && n) profiler_->mark(cfg_.clip_grad > 0 ? "gradient clipping" : "gradient norm (non-finite guard)");
   if (!scaler_ && !finite_or_skip(n->norm)) return;
   lr_ = schedule_.lr_at(pos_.step, plan_.total_steps);
   opt_->step(lr_, control);
+  if (profiler_) profiler_->mark("AdamW step");
   if (scaler_) scaler_->update();
   opt_->zero_grad();
   ++pos_.step;
@@ -162,7 +171,7 @@ EvalResult Trainer::evaluate() {
   const double t0 = wall_seconds();
   NoGradGuard no_grad;
   EvalResult r;
-  int64_t top1 = 0, top5 = 0;
+  int64_t top1 = 0, top5 = 0, nonfinite_rows = 0;
   double loss_sum = 0;
   val_loader_->start_epoch(0);
   const ForwardContext ctx{nullptr, false, uint64_t(cfg_.seed), 0};
@@ -170,9 +179,12 @@ EvalResult Trainer::evaluate() {
     const Tensor logits = compute_->forward(ctx, b->images);
     const int64_t rows = b->labels.numel();
     loss_sum += ops::softmax_cross_entropy(nullptr, logits, b->labels).item() * double(rows);
-    count_topk(logits, b->labels, pos_.step, top1, top5);
+    nonfinite_rows += count_topk(logits, b->labels, top1, top5);
     r.images += rows;
   }
+  if (nonfinite_rows > 0)
+    throw Error(str_cat("evaluation at step ", pos_.step, ": the model's logits are not finite (", nonfinite_rows,
+                        " of ", r.images, " images); a diverged model is neither scored nor saved as best"));
   if (r.images == 0) throw Error(str_cat("evaluation at step ", pos_.step, ": the validation loader gave no images"));
   r.loss = loss_sum / double(r.images);
   r.top1 = double(top1) / double(r.images);
@@ -236,6 +248,7 @@ void Trainer::log_interval_record(double seconds) {
     rec["loss_scale"] = s.scale;
     rec["skipped_steps"] = s.skipped_steps;
   }
+  if (options_.hooks) options_.hooks->add_train_fields(rec);
   metrics_.write(rec);
   progress_->log(info);
   progress_->step(info);
@@ -317,6 +330,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   run_dir_ = run_dir;
   checkpoints_ = std::make_unique<CheckpointDir>(run_dir_);
   progress_ = std::make_unique<Progress>(::isatty(STDOUT_FILENO) != 0);
+  if (!resume_checkpoint.empty() && !cfg_.initial_checkpoint.empty())
+    throw Error("--initial-checkpoint: not with --resume (the run's checkpoint holds its weights)");
   if (const int64_t stale = remove_stale_temporaries(run_dir_); stale > 0)
     progress_->line(str_cat("removed ", stale, " stale temporary file(s) of an interrupted process in ", run_dir_));
   if (!resume_checkpoint.empty()) load_checkpoint(resume_checkpoint);
@@ -333,7 +348,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
                   {"parameters", master_->parameter_count()},
                   {"steps_per_epoch", plan_.steps_per_epoch},
                   {"total_steps", plan_.total_steps},
-                  {"resumed_from", resume_checkpoint}});
+                  {"resumed_from", resume_checkpoint},
+                  {"initial_checkpoint", cfg_.initial_checkpoint}});
   std::printf(
       "cnn-train: %s (%lld parameters) on %s, %s: %lld train / %lld val images, batch %lld x %lld, "
       "%lld steps/epoch, %lld epochs%s\nrun folder: %s\n",
@@ -365,24 +381,70 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   progress_->line(buf);
 }
 
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
 void Trainer::benchmark() {
   progress_ = std::make_unique<Progress>(false);
   train_loader_->start_epoch(0);
-  auto run = [&](int64_t steps) {
-    for (int64_t s = 0; s < steps; ++s) optimizer_step(cfg_.accum_steps);
-    Context::get(plan_.device).synchronize();
-  };
-  run(cfg_.bench_warmup);
+  Context& device = Context::get(plan_.device);
+  if (!cfg_.trace_dir.empty()) trace_ = std::make_unique<StepTrace>(cfg_.trace_dir, *master_);
+  for (int64_t s = 0; s < cfg_.bench_warmup; ++s) optimizer_step(cfg_.accum_steps);
+  device.synchronize();
+  if (plan_.device.is_cuda()) cuda_reset_peak(plan_.device.index);
+  std::vector<double> step_ms;
   const double t0 = wall_seconds(), c0 = process_cpu_seconds();
-  run(cfg_.steps);
+  for (int64_t s = 0; s < cfg_.steps; ++s) {
+    const double s0 = wall_seconds();
+    optimizer_step(cfg_.accum_steps);
+    device.synchronize();  // each step is timed whole; the wait costs one launch latency per step
+    step_ms.push_back(1e3 * (wall_seconds() - s0));
+  }
   const double secs = wall_seconds() - t0, cpu = process_cpu_seconds() - c0;
   const double images = double(cfg_.steps * cfg_.accum_steps * cfg_.batch_size);
+  char memory[64] = "";
+  if (plan_.device.is_cuda())
+    std::snprintf(memory, sizeof memory, ", peak device memory %.1f MiB",
+                  double(cuda_allocator_stats(plan_.device.index).peak_bytes_in_use) / double(1 << 20));
   std::printf(
       "benchmark: %s, batch %lld x %lld, %s%s, %lld threads: %.2f ms/step, %.1f img/s "
-      "(%lld timed steps after %lld warm-up; CPU time %.2f s)\n",
+      "(%lld timed steps after %lld warm-up; CPU time %.2f s); median %.2f ms/step%s\n",
       plan_.model_name.c_str(), (long long)cfg_.batch_size, (long long)cfg_.accum_steps, plan_.device.str().c_str(),
       cfg_.amp ? " amp" : "", (long long)Context::get(Device::cpu()).cpu_threads(), 1e3 * secs / double(cfg_.steps),
-      images / secs, (long long)cfg_.steps, (long long)cfg_.bench_warmup, cpu);
+      images / secs, (long long)cfg_.steps, (long long)cfg_.bench_warmup, cpu, median(step_ms), memory);
+  if (trace_) {
+    trace_->finish();
+    std::printf("trace: %s (init.safetensors, %lld batches, losses.json)\n", cfg_.trace_dir.c_str(),
+                (long long)cfg_.steps);
+  }
+  std::fflush(stdout);
+}
+
+void Trainer::profile() {
+  progress_ = std::make_unique<Progress>(false);
+  train_loader_->start_epoch(0);
+  for (int64_t s = 0; s < cfg_.bench_warmup; ++s) optimizer_step(cfg_.accum_steps);
+  Context::get(plan_.device).synchronize();
+  profiler_ = std::make_unique<StepProfiler>(*compute_, plan_.device);
+  for (int64_t s = 0; s < cfg_.profile; ++s) {
+    profiler_->begin_step();
+    optimizer_step(cfg_.accum_steps);
+    profiler_->end_step();
+  }
+  const StepProfile p = profiler_->summary();
+  profiler_.reset();
+  std::printf("profile: %s, batch %lld x %lld, %s%s, %lld steps after %lld warm-up (%s; each step waited for)\n",
+              plan_.model_name.c_str(), (long long)cfg_.batch_size, (long long)cfg_.accum_steps,
+              plan_.device.str().c_str(), cfg_.amp ? " amp" : "", (long long)cfg_.profile,
+              (long long)cfg_.bench_warmup, plan_.device.is_cuda() ? "CUDA events" : "host clock");
+  std::printf("%s", format_profile(p, 40).c_str());
   std::fflush(stdout);
 }
 

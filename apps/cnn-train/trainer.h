@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +15,10 @@
 #include "apps/cnn-train/plan.h"
 #include "apps/cnn-train/progress.h"
 #include "apps/cnn-train/run_files.h"
+#include "apps/cnn-train/trace.h"
 #include "core/tensor.h"
 #include "data/loader.h"
+#include "layers/profiler.h"
 #include "models/model.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -37,16 +40,38 @@ struct EvalResult {
   double seconds = 0;
 };
 
+// Extension points for tools that run this loop with extra measurements (cnn-compare); the defaults do nothing.
+class TrainHooks {
+ public:
+  virtual ~TrainHooks() = default;
+  // Once, when the models exist (before a checkpoint is loaded): `compute` is the model the steps run.
+  virtual void on_model(Model& compute) { (void)compute; }
+  // Before each optimizer step; `step` counts the steps done before it.
+  virtual void before_step(int64_t step) { (void)step; }
+  // After each training micro-batch's backward: its logits (B, classes) and labels (B), on the device.
+  virtual void on_batch(const Tensor& logits, const Tensor& labels) { (void)logits, (void)labels; }
+  // Adds fields to each "train" metrics record.
+  virtual void add_train_fields(nlohmann::json& record) { (void)record; }
+};
+
+struct TrainerOptions {
+  TrainHooks* hooks = nullptr;  // not owned; outlives the Trainer
+  bool loss_scaling = false;    // dynamic loss scaling without --amp (FP32 runs that emulate FP16 kernels)
+};
+
 class Trainer {
  public:
-  explicit Trainer(Plan plan);
+  explicit Trainer(Plan plan, TrainerOptions options = {});
   ~Trainer();
 
   // Training run in a new run folder, or continuing the run of `resume_checkpoint` (a checkpoint folder inside
   // `run_dir`). Returns after the last epoch or after --stop-after steps.
   void train(const std::string& run_dir, const std::string& resume_checkpoint);
-  // Benchmark mode: bench_warmup untimed steps, then `steps` timed ones; prints ms/step and img/s.
+  // Benchmark mode: bench_warmup untimed steps, then `steps` timed ones (each waited for); prints the mean and
+  // median ms/step, img/s and the peak device memory. With trace_dir, also writes the trace (trace.h).
   void benchmark();
+  // Profile mode: bench_warmup untimed steps, then `profile` steps timed by op kind and layer; prints the tables.
+  void profile();
 
  private:
   // Setup.
@@ -76,6 +101,7 @@ class Trainer {
 
   Plan plan_;
   const TrainConfig& cfg_;
+  TrainerOptions options_;
   std::shared_ptr<Model> master_;   // FP32 weights: the checkpoint and the optimizer's masters
   std::shared_ptr<Model> compute_;  // the forward's model: master_ itself, or its FP16 copy under --amp
   std::vector<optim::ParamRef> params_;
@@ -83,6 +109,8 @@ class Trainer {
   std::unique_ptr<optim::DynamicLossScaler> scaler_;
   optim::LrSchedule schedule_;
   std::unique_ptr<data::DataLoader> train_loader_, val_loader_;
+  std::unique_ptr<StepProfiler> profiler_;  // profile mode: observes every step's tape and marks the rest
+  std::unique_ptr<StepTrace> trace_;        // --trace-dir: records each step's batch and loss
 
   Position pos_;
   double lr_ = 0;
@@ -110,6 +138,12 @@ class Trainer {
   int64_t steps_this_process_ = 0;
   bool stopped_ = false;
 };
+
+// Adds the top-1 / top-5 hits of one batch of logits (B, classes) and labels (B) to the counts: a sample counts when
+// fewer than k logits are strictly greater than its label's. Reads the logits on the host. Returns the number of rows
+// holding a non-finite logit, which are never hits (a NaN compares false against everything, so such a row would
+// otherwise score top-1); evaluation refuses to score them.
+int64_t count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
 
 // Wall-clock seconds (steady clock).
 double wall_seconds();

@@ -1,6 +1,7 @@
 // Command-line parsing for dwconv-bench (CLI11) with explicit one-line errors for every malformed value.
 #include "apps/dwconv-bench/bench_options.h"
 
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "kernels/dwconv/cuda/select.h"
 
 namespace cnn::bench {
 namespace {
@@ -154,6 +156,9 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   app.add_option("--dtype", dtype, "data type: f32, or f16 (Flash-DWC-T, FP32 accumulation)")->capture_default_str();
   app.add_option("--bfc-accum", accum, "FP16 backward-filter accumulation: fp32 or ha (hybrid FP16/FP32)")
       ->capture_default_str();
+  app.add_option("--kernel", opts.kernel,
+                 "overrides of the kernel selection, key=value,... (e.g. fwd=gemv,gemv=16+ring or bfc_tile=2x13; "
+                 "keys in kernels/dwconv/cuda/select.h); the CNN_DWCONV environment variable takes the same text");
   CLI::Option* self_opt =
       app.add_flag("--selftest", opts.selftest, "whole pipeline on 2x16x16x64, filters 3,7, 3 reps, in seconds");
   self_opt->excludes(maps_opt)->excludes(filters_opt)->excludes(reps_opt)->excludes(warmup_opt);
@@ -182,6 +187,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& opts, int& exit_co
   CNN_CHECK(opts.warmup >= 0, "--warmup: expected >= 0, got ", opts.warmup);
   CNN_CHECK(opts.engine_probe_budget_ms > 0, "--cudnn-probe-budget: expected > 0 ms, got ",
             opts.engine_probe_budget_ms);
+  dwconv::parse_overrides(opts.kernel, "--kernel");  // a bad key or value fails here, before any GPU work
   opts.ops = parse_ops(ops);
   opts.maps = parse_maps(maps);
   opts.filters = parse_filters(filters);

@@ -31,6 +31,7 @@ struct BenchOptions {
   bool selftest = false;
   DType dtype = DType::f32;                           // f32 or f16 data (f16: FP32 accumulation)
   dwconv::BfcAccum bfc_accum = dwconv::BfcAccum::fp32;  // FP16 backward-filter accumulation
+  std::string kernel;  // --kernel: overrides of the kernel selection, text form (kernels/dwconv/cuda/select.h)
 };
 
 // Parses argv; returns false when the process should exit with `exit_code` (help printed or a parse error).

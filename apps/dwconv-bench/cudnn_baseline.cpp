@@ -20,9 +20,10 @@ constexpr size_t kWorkspaceReserve = size_t(1) << 30;  // left free for cuDNN's 
 // best median so far cannot be the fastest; timing it in full would only burn device time.
 constexpr double kPruneFactor = 3.0;
 // cuDNN's FP32 depthwise algorithms take 0.2-25 s per call at the sweep's large filters (FMA math, 1 GiB maps); a
-// full 20-run median of those would not fit a device session. An algorithm whose first run exceeds this is
-// reported from that single run (marked "x1" in the log): at these durations the one-time costs a warm-up would
-// hide (module load, ~ms) are under 5% of the time, so the baseline is, if anything, slightly flattered.
+// full 20-run median of those would not fit the sweep's time budget on the GPU machine. An algorithm whose first
+// run exceeds this is reported from that single run (marked "x1" in the log): at these durations the one-time costs
+// a warm-up would hide (module load, ~ms) are under 5% of the time, so the baseline is, if anything, slightly
+// flattered.
 constexpr double kSingleRunMs = 200.0;
 
 constexpr const char* kFwdNames[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",

@@ -271,12 +271,12 @@ std::vector<CudnnCandidate> CudnnEngines::candidates(size_t workspace_cap) {
     out.push_back(std::move(c));
   }
   // Order of the probes (a probe cannot be cut short, and the budget skips whatever comes after it is spent):
-  // runtime-compiled engines first, then the others by index, engine 0 last. On the H200 (2026-11-30) the
-  // runtime-compiled engines won most FP32 forward/backward-data points and, timed first, let the slow engines be
-  // pruned after one probe; engine 0 (the generic implicit GEMM, the legacy IMPLICIT_PRECOMP_GEMM by its times) was
-  // the slowest engine at every point (up to 9.3 s per call at 31x31 backward-filter), and probed before the others
-  // it spent the whole budget there, hiding the engines that win at large filters (eng18: 51 ms against engine 0's
-  // 1086 ms at 31x31 backward-filter on 128x32x32x1024).
+  // runtime-compiled engines first, then the others by index, engine 0 last. On the H200 the runtime-compiled
+  // engines win most FP32 forward/backward-data points and, timed first, let the slow engines be pruned after one
+  // probe; engine 0 (the generic implicit GEMM, the legacy IMPLICIT_PRECOMP_GEMM by its times) is the slowest engine
+  // at every point (up to 9.3 s per call at 31x31 backward-filter), and probed before the others it would spend the
+  // whole budget, hiding the engines that win at large filters (eng18: 51 ms against engine 0's 1086 ms at 31x31
+  // backward-filter on 128x32x32x1024).
   auto rank = [](const CudnnCandidate& c) {
     if (c.name.find("+rtc") != std::string::npos) return 0;
     return c.name == "eng0" ? 2 : 1;

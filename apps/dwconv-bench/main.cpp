@@ -13,22 +13,10 @@
 #include "apps/dwconv-bench/report.h"
 #include "apps/dwconv-bench/sampled_check.h"
 #include "core/cuda_check.h"
+#include "kernels/dwconv/cuda/select.h"
 
 namespace cnn::bench {
 namespace {
-
-class Stream {
- public:
-  // A blocking stream: the synchronous cudaMemcpy uploads (legacy default stream) are ordered before its work.
-  Stream() { CNN_CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
 
 void require_device() {
   int count = 0;
@@ -55,10 +43,11 @@ void print_header(const BenchOptions& opts) {
             << " runs (CUDA events), inputs rotated past 2x L2; seeds x " << kXSeed << ", dy " << kDySeed << ", w "
             << kWSeed << "+F, samples " << kSampleSeed << "+F; check tolerance (max rel) " << check_tolerance()
             << (opts.dtype == DType::f16
-                    ? str_cat(" (f16 fwd/bdc: + ", check_tolerance(opts.dtype, dwconv::DwconvOp::forward,
-                                                                  opts.bfc_accum, 1) - check_tolerance(),
-                              " per filter tap, tensor-core accumulation; bfc ",
-                              check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
+                    ? str_cat(
+                          " (f16 fwd/bdc: + ",
+                          check_tolerance(opts.dtype, dwconv::DwconvOp::forward, opts.bfc_accum, 1) - check_tolerance(),
+                          " per filter tap, tensor-core accumulation; bfc ",
+                          check_tolerance(opts.dtype, dwconv::DwconvOp::backward_filter, opts.bfc_accum, 1), ")")
                     : std::string())
             << (opts.check ? "" : " (check off)")
             << (!opts.cudnn                               ? "; cuDNN off"
@@ -129,8 +118,7 @@ bool all_passed(const std::vector<Row>& rows, const BenchOptions& opts) {
   bool ok = true;
   for (const Row& r : rows) {
     const bool bad = !r.error.empty() || (r.has_check && !(r.max_rel_err <= r.tolerance)) ||
-                     (r.has_cudnn_check && !r.has_cudnn_ok) ||
-                     (opts.cudnn && r.error.empty() && !r.has_cudnn);
+                     (r.has_cudnn_check && !r.has_cudnn_ok) || (opts.cudnn && r.error.empty() && !r.has_cudnn);
     if (bad) std::cout << "problem: " << r.op << ' ' << r.map << " F=" << r.filter << '\n';
     ok = ok && !bad;
   }
@@ -141,6 +129,7 @@ int run_bench(int argc, char** argv) {
   BenchOptions opts;
   int exit_code = 0;
   if (!parse_bench_options(argc, argv, opts, exit_code)) return exit_code;
+  if (!opts.kernel.empty()) dwconv::set_overrides(dwconv::parse_overrides(opts.kernel, "--kernel"));
   require_device();
   print_header(opts);
   Stream stream;

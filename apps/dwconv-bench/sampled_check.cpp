@@ -79,9 +79,9 @@ double check_tolerance() { return kTolerance; }
 
 // FP16 outputs add a rounding of at most 2^-11 relative (5e-4), far inside the FP32 tolerance. FP16 forward and
 // backward-data accumulate on tensor cores, whose FP32 sums are not IEEE-rounded: each MMA aligns its terms to the
-// largest and truncates (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021: V100-A100; the same pattern
-// measured here on the H200: going from k16 to k8 MMAs, twice the accumulation steps, raised the worst sampled error
-// at 51x51 from 1.45e-2 to 2.58e-2 with MARE unchanged). That is a one-sided error of up to 2^-23 of the running sum
+// largest and truncates (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021: V100-A100; the H200 shows
+// the same pattern: k8 MMAs, twice the accumulation steps of k16, give a worst sampled error at 51x51 of 2.58e-2
+// against 1.45e-2, with MARE unchanged). That is a one-sided error of up to 2^-23 of the running sum
 // per step, FH*FW/8 steps: ~FH*FW * 2^-24/8 of |y| on average, FH*FW * 7.5e-6 against the floor (1e-3 of mean |y|),
 // 1.9e-2 at 51x51. The FP16 bound adds twice that, kTcPerTap per tap: 5.9e-2 at 51x51, 2.3e-2 at 13x13; a wrong or
 // missing tap still costs ~1 relative on the elements near the floor that every 2048-sample check contains.

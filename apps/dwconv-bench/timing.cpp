@@ -29,6 +29,8 @@ class EventList {
 
 }  // namespace
 
+Stream::Stream() { CNN_CUDA_CHECK(cudaStreamCreate(&stream_)); }
+
 Timing time_runs(const RunFn& run, int warmup, int reps, cudaStream_t stream) {
   CNN_CHECK(reps >= 1 && warmup >= 0, "time_runs: expected reps >= 1, warmup >= 0, got ", reps, ", ", warmup);
   for (int i = 0; i < warmup; ++i) run(i);

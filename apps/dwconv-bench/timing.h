@@ -15,6 +15,20 @@ struct Timing {
   int reps = 0;
 };
 
+// The benchmarks' stream. Blocking: the synchronous cudaMemcpy uploads (legacy default stream) are ordered before
+// its work.
+class Stream {
+ public:
+  Stream();
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 using RunFn = std::function<void(int run_index)>;
 
 // Runs `warmup` untimed calls (indices 0..warmup-1), then `reps` timed ones (continuing the index).

@@ -18,7 +18,7 @@
 #include "core/allocator.h"
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+#include "kernels/dwconv/cpu/impl.h"
 
 namespace {
 

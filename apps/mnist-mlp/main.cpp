@@ -7,11 +7,12 @@
 #include <numeric>
 #include <random>
 
+#include "apps/mnist-mlp/mlp.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "data/fashion_mnist.h"
 #include "layers/functional.h"
-#include "layers/mlp.h"
+#include "optim/sgd.h"
 
 namespace {
 
@@ -26,13 +27,13 @@ struct Options {
   std::string data_dir = cnn::data::kFashionMnistDir;
 };
 
-double evaluate(const cnn::Mlp& mlp, const cnn::data::FashionMnist& ds, cnn::Device device) {
+double evaluate(const cnn::mnist::Mlp& mlp, const cnn::data::FashionMnist& ds, cnn::Device device) {
   int64_t correct = 0;
   for (int64_t s = 0; s < ds.size(); s += 1000) {
     std::vector<int64_t> idx(size_t(std::min<int64_t>(1000, ds.size() - s)));
     std::iota(idx.begin(), idx.end(), s);
     auto [x, y] = cnn::data::fashion_mnist_batch(ds, idx, device);
-    correct += cnn::count_correct(mlp.forward(nullptr, x), y);
+    correct += cnn::mnist::count_correct(mlp.forward(nullptr, x), y);
   }
   return double(correct) / double(ds.size());
 }
@@ -44,8 +45,8 @@ void run(const Options& o) {
   std::printf("loading Fashion-MNIST from %s\n", o.data_dir.c_str());
   const auto train = cnn::data::load_fashion_mnist(o.data_dir, "train");
   const auto test = cnn::data::load_fashion_mnist(o.data_dir, "test");
-  cnn::Mlp mlp = cnn::Mlp::create(784, o.hidden, 10, o.seed, device);
-  cnn::SgdMomentum opt(mlp.parameters(), o.lr, o.momentum);
+  cnn::mnist::Mlp mlp = cnn::mnist::Mlp::create(784, o.hidden, 10, o.seed, device);
+  cnn::optim::SgdMomentum opt(mlp.parameters(), o.lr, o.momentum);
   std::printf("mlp 784-%lld-10 on %s, batch %lld, lr %g, momentum %g, seed %llu\n", (long long)o.hidden,
               device.str().c_str(), (long long)o.batch_size, o.lr, o.momentum, (unsigned long long)o.seed);
   std::mt19937_64 rng(o.seed);
@@ -66,7 +67,8 @@ void run(const Options& o) {
       opt.step();
       loss_sum += loss.item();
       if ((steps + 1) % 100 == 0) {
-        std::printf("  epoch %d step %lld: mean loss %.4f\n", epoch, (long long)(steps + 1), loss_sum / double(steps + 1));
+        std::printf("  epoch %d step %lld: mean loss %.4f\n", epoch, (long long)(steps + 1),
+                    loss_sum / double(steps + 1));
         std::fflush(stdout);
       }
     }

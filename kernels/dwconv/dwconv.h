@@ -20,8 +20,9 @@ struct DwconvParams {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
 
-  int oh() const { return (ih + pad_top + pad_bottom - fh) / stride_h + 1; }
-  int ow() const { return (iw + pad_left + pad_right - fw) / stride_w + 1; }
+  // 0 for a stride below 1 (validate() names that error), so that no caller divides by zero first.
+  int oh() const { return stride_h >= 1 ? (ih + pad_top + pad_bottom - fh) / stride_h + 1 : 0; }
+  int ow() const { return stride_w >= 1 ? (iw + pad_left + pad_right - fw) / stride_w + 1 : 0; }
   int64_t x_elems() const { return int64_t(n) * ih * iw * c; }
   int64_t y_elems() const { return int64_t(n) * oh() * ow() * c; }
   int64_t w_elems() const { return int64_t(fh) * fw * c; }

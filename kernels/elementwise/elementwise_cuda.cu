@@ -1,69 +1,96 @@
-// CUDA elementwise kernels (grid-stride loops, FP32 math for f16), then launchers, then the exported entries.
+// CUDA elementwise kernels: one functor per op, run by a 16-byte-pack kernel (core/cuda_pack.cuh) over the
+// aligned body and an element kernel over the tail or when packs do not apply; then the exported entries.
+// FP32 math for f16; outputs may alias inputs (each element is read and written by the same thread).
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "core/cuda_pack.cuh"
 #include "kernels/elementwise/elementwise_cuda.h"
 
 namespace cnn::kernels {
 
 namespace {
 
+using cuda::Pack;
+
 constexpr int kBlock = 256;
 
-#define CNN_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+struct AddOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MulOp {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct ScaleOp {
+  float alpha;
+  __device__ float operator()(float a, float) const { return alpha * a; }
+};
+struct ReluOp {
+  __device__ float operator()(float a, float) const { return a > 0.f ? a : 0.f; }
+};
+struct ReluBackwardOp {  // a = y, b = dy
+  __device__ float operator()(float y, float dy) const { return y > 0.f ? dy : 0.f; }
+};
 
-template <class T, BinaryOp kOp>
-__global__ void binary_kernel(const T* a, const T* b, T* y, int64_t n, int64_t nb) {
-  CNN_GRID_STRIDE(i, n) {
-    const float av = widen(a[i]), bv = widen(b[i % nb]);
-    y[i] = device_cast<T>(kOp == BinaryOp::add ? av + bv : av * bv);
-  }
+// y[i] = op(a[i], b[i % nb]) for i in [start, n); b may be null (unary ops).
+template <class T, class Op>
+__global__ void element_kernel(const T* a, const T* b, T* y, int64_t start, int64_t n, int64_t nb, Op op) {
+  for (int64_t i = start + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = device_cast<T>(op(widen(a[i]), b != nullptr ? widen(b[i % nb]) : 0.f));
 }
 
-template <class T>
-__global__ void scale_kernel(const T* x, T* y, int64_t n, float alpha) {
-  CNN_GRID_STRIDE(i, n) { y[i] = device_cast<T>(alpha * widen(x[i])); }
+// The same over whole packs: pack p covers elements [p kN, (p + 1) kN); nb % kN == 0, so b's pack is contiguous.
+template <class T, class Op>
+__global__ void pack_kernel(const T* a, const T* b, T* y, int64_t packs, int64_t nb, Op op) {
+  constexpr int kN = Pack<T>::kN;
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += int64_t(gridDim.x) * blockDim.x) {
+    float av[kN], bv[kN] = {};
+    cuda::load_pack(a + p * kN, av);
+    if (b != nullptr) cuda::load_pack(b + (p * kN) % nb, bv);
+#pragma unroll
+    for (int k = 0; k < kN; ++k) av[k] = op(av[k], bv[k]);
+    cuda::store_pack(y + p * kN, av);
+  }
 }
 
 template <class T>
 __global__ void broadcast_kernel(const T* v, T* y, int64_t n, int64_t nv, float alpha) {
-  CNN_GRID_STRIDE(i, n) { y[i] = device_cast<T>(alpha * widen(v[i % nv])); }
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = device_cast<T>(alpha * widen(v[i % nv]));
 }
 
-template <class T>
-__global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
-  CNN_GRID_STRIDE(i, n) {
-    const float v = widen(x[i]);
-    y[i] = device_cast<T>(v > 0.f ? v : 0.f);
+// ---- launcher ------------------------------------------------------------------------------------------------
+
+template <class T, class Op>
+void launch_elementwise(const T* a, const T* b, T* y, int64_t n, int64_t nb, Op op, cudaStream_t s, const char* what) {
+  if (n == 0) return;
+  constexpr int kN = Pack<T>::kN;
+  const bool packed = cuda::packs_ok(a, b, y) && (b == nullptr || nb % kN == 0);
+  const int64_t packs = packed ? n / kN : 0;
+  if (packs > 0) {
+    pack_kernel<T, Op><<<grid_for(packs, kBlock, 32768), kBlock, 0, s>>>(a, b, y, packs, nb, op);
+    CNN_CHECK_LAUNCH(what);
+  }
+  const int64_t done = packs * kN;
+  if (done < n) {
+    element_kernel<T, Op><<<grid_for(n - done, kBlock, 32768), kBlock, 0, s>>>(a, b, y, done, n, nb, op);
+    CNN_CHECK_LAUNCH(what);
   }
 }
-
-template <class T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
-  CNN_GRID_STRIDE(i, n) { dx[i] = widen(y[i]) > 0.f ? dy[i] : device_cast<T>(0.f); }
-}
-
-#undef CNN_GRID_STRIDE
 
 }  // namespace
 
 template <class T>
 void binary_forward_cuda(const T* a, const T* b, T* y, const BinaryParams& p, cudaStream_t stream) {
   CNN_CHECK(p.nb >= 1 && p.n % p.nb == 0, "binary_forward_cuda: b of ", p.nb, " elements does not tile ", p.n);
-  if (p.n == 0) return;
-  if (p.op == BinaryOp::add) {
-    binary_kernel<T, BinaryOp::add><<<grid_for(p.n, kBlock), kBlock, 0, stream>>>(a, b, y, p.n, p.nb);
-  } else {
-    binary_kernel<T, BinaryOp::mul><<<grid_for(p.n, kBlock), kBlock, 0, stream>>>(a, b, y, p.n, p.nb);
-  }
-  CNN_CHECK_LAUNCH("binary_kernel");
+  if (p.op == BinaryOp::add)
+    launch_elementwise(a, b, y, p.n, p.nb, AddOp{}, stream, "binary add");
+  else
+    launch_elementwise(a, b, y, p.n, p.nb, MulOp{}, stream, "binary mul");
 }
 
 template <class T>
 void scale_cuda(const T* x, T* y, int64_t n, float alpha, cudaStream_t stream) {
-  if (n == 0) return;
-  scale_kernel<T><<<grid_for(n, kBlock), kBlock, 0, stream>>>(x, y, n, alpha);
-  CNN_CHECK_LAUNCH("scale_kernel");
+  launch_elementwise<T>(x, nullptr, y, n, 1, ScaleOp{alpha}, stream, "scale");
 }
 
 template <class T>
@@ -76,23 +103,19 @@ void broadcast_cuda(const T* v, T* y, int64_t n, int64_t nv, float alpha, cudaSt
 
 template <class T>
 void relu_forward_cuda(const T* x, T* y, int64_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  relu_forward_kernel<T><<<grid_for(n, kBlock), kBlock, 0, stream>>>(x, y, n);
-  CNN_CHECK_LAUNCH("relu_forward_kernel");
+  launch_elementwise<T>(x, nullptr, y, n, 1, ReluOp{}, stream, "relu forward");
 }
 
 template <class T>
 void relu_backward_cuda(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  relu_backward_kernel<T><<<grid_for(n, kBlock), kBlock, 0, stream>>>(y, dy, dx, n);
-  CNN_CHECK_LAUNCH("relu_backward_kernel");
+  launch_elementwise(y, dy, dx, n, n, ReluBackwardOp{}, stream, "relu backward");
 }
 
-#define CNN_INSTANTIATE(T)                                                                                   \
-  template void binary_forward_cuda<T>(const T*, const T*, T*, const BinaryParams&, cudaStream_t);           \
-  template void scale_cuda<T>(const T*, T*, int64_t, float, cudaStream_t);                                   \
-  template void broadcast_cuda<T>(const T*, T*, int64_t, int64_t, float, cudaStream_t);                      \
-  template void relu_forward_cuda<T>(const T*, T*, int64_t, cudaStream_t);                                   \
+#define CNN_INSTANTIATE(T)                                                                         \
+  template void binary_forward_cuda<T>(const T*, const T*, T*, const BinaryParams&, cudaStream_t); \
+  template void scale_cuda<T>(const T*, T*, int64_t, float, cudaStream_t);                         \
+  template void broadcast_cuda<T>(const T*, T*, int64_t, int64_t, float, cudaStream_t);            \
+  template void relu_forward_cuda<T>(const T*, T*, int64_t, cudaStream_t);                         \
   template void relu_backward_cuda<T>(const T*, const T*, T*, int64_t, cudaStream_t);
 CNN_INSTANTIATE(float)
 CNN_INSTANTIATE(__half)

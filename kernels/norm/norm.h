@@ -27,6 +27,9 @@ void layernorm_backward_cpu(const double* dy, const double* x, const double* gam
                             const double* rstd, double* dx, double* dgamma, double* dbeta, const NormParams& p);
 
 // ---- BatchNorm: mean, rstd per channel (C) ---------------------------------------------------------------------
+// Activation the fused CUDA BatchNorm applies to its input first, y = BN(act(x)) (ConvMixer's act -> BN): relu, or
+// exact GELU 0.5 x (1 + erf(x / sqrt(2))). act(x) is never stored; backward recomputes it and its derivative.
+enum class NormAct { none, relu, gelu };
 struct BatchNormUpdate {
   bool update_running = false;  // training: running = (1 - momentum) running + momentum * batch statistic
   double momentum = 0.1;        // running_var takes the unbiased variance var * rows / (rows - 1)

@@ -37,4 +37,19 @@ void batchnorm_backward_cuda(const T* dy, const T* x, const T* gamma, const floa
                              T* dgamma, T* dbeta, const NormParams& p, bool training, float* workspace,
                              cudaStream_t stream);
 
+// Fused BatchNorm on act(x) (norm.h NormAct), plus an optional residual: y = BN(act(x)) + residual. Statistics of
+// act(x) in one Welford pass; backward: dgamma, dbeta from (dy, act(x)), dx = act'(x) * (BatchNorm's dx). With
+// NormAct::none and no residual these are the plain BatchNorm entries above. residual and dx may be null.
+template <class T>
+void batchnorm_act_stats_cuda(const T* x, NormAct act, float* mean, float* rstd, float* running_mean,
+                              float* running_var, const NormParams& p, const BatchNormUpdate& u, float* workspace,
+                              cudaStream_t stream);
+template <class T>
+void batchnorm_act_forward_cuda(const T* x, NormAct act, const T* gamma, const T* beta, const float* mean,
+                                const float* rstd, const T* residual, T* y, const NormParams& p, cudaStream_t stream);
+template <class T>
+void batchnorm_act_backward_cuda(const T* dy, const T* x, NormAct act, const T* gamma, const float* mean,
+                                 const float* rstd, T* dx, T* dgamma, T* dbeta, const NormParams& p, bool training,
+                                 float* workspace, cudaStream_t stream);
+
 }  // namespace cnn::kernels

@@ -138,5 +138,47 @@ TEST(Autograd, WrongGradientShapeFromANodeIsAnError) {
             std::string::npos);
 }
 
+// Gradients summed in place (one pass) must never write into a gradient another slot still holds: add's backward
+// hands the same tensor to both inputs. x feeds h and k; h also feeds mul(h, c). dL/dx = (c + 1) + 1 whichever
+// contribution reaches h first; writing h's sum into the shared tensor would give k c + 1 and dL/dx = 2c + 2.
+TEST(Autograd, InPlaceGradientSumsLeaveSharedGradientsAlone) {
+  for (bool mul_first : {false, true}) {
+    Tensor x = vec({1, 2, 3}, true);
+    const Tensor c = vec({10, 20, 30}, false);
+    Tape tape;
+    Tensor h = ops::scale(&tape, x, 1.0), k = ops::scale(&tape, x, 1.0);
+    Tensor m, s;
+    if (mul_first) m = ops::mul(&tape, h, c);
+    s = ops::add(&tape, h, k);
+    if (!mul_first) m = ops::mul(&tape, h, c);
+    tape.backward(ops::sum(&tape, ops::add(&tape, s, m)));
+    EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{12, 22, 32})) << "mul first: " << mul_first;
+  }
+}
+
+// A tape's observer sees every recorded op (its tag comes back with the node) and every node replayed, in reverse.
+TEST(Autograd, ObserverSeesRecordsAndNodesWithTheirTags) {
+  struct Log : TapeObserver {
+    std::vector<std::string> events;
+    int next = 100;
+    void on_scope_begin(const void*) override { events.push_back("scope+"); }
+    void on_scope_end(const void*) override { events.push_back("scope-"); }
+    int on_record(const char* op) override {
+      events.push_back(str_cat("record ", op, " ", next));
+      return next++;
+    }
+    void on_backward_begin() override { events.push_back("backward"); }
+    void on_node_begin(const std::string& op, int tag) override { events.push_back(str_cat("begin ", op, " ", tag)); }
+    void on_node_end(const std::string& op, int tag) override { events.push_back(str_cat("end ", op, " ", tag)); }
+    void on_backward_end() override { events.push_back("done"); }
+  } log;
+  Tensor x = vec({1, 2}, true);
+  Tape tape;
+  tape.set_observer(&log);
+  tape.backward(ops::sum(&tape, ops::scale(&tape, x, 2.0)));
+  EXPECT_EQ(log.events, (std::vector<std::string>{"record scale 100", "record sum 101", "backward", "begin sum 101",
+                                                  "end sum 101", "begin scale 100", "end scale 100", "done"}));
+}
+
 }  // namespace
 }  // namespace cnn

@@ -1,5 +1,5 @@
 // FP32 CUDA backward-filter (BFC) kernels vs the FP64 reference (dwconv_backward_filter_reference): every tile,
-// Z split, stride phase, alignment path and the generic kernel. GPU suites skip without a device; the planner
+// Z split, stride phase and alignment path. GPU suites skip without a device; the planner
 // and input-validation tests run on the CPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_bfc_cuda.h"
-#include "kernels/dwconv/dwconv_bfc_plan.h"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/select.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "tests/kernels/dwconv_test_util.h"
 #include "tests/support/numeric.h"
@@ -77,7 +77,7 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   cuda_ok(cudaMemcpy(x_ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "copy x");
   cuda_ok(cudaMemcpy(dy_dev.get(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
   cuda_ok(cudaMemset(dw_dev.get(), 0xFF, size_t(p.w_elems()) * sizeof(float)), "poison dw");  // all-ones = NaN
-  dwconv_backward_filter_cuda_forced(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
+  dwconv_backward_filter_cuda_tile(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
   cuda_ok(cudaDeviceSynchronize(), "bfc run");
   std::vector<float> got(size_t(p.w_elems()));
   cuda_ok(cudaMemcpy(got.data(), dw_dev.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy dw");
@@ -94,7 +94,7 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   }
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
-    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_path_name(p, force) << "' x_offset " << x_offset
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << bfc_tile_path_name(p, force) << "' x_offset " << x_offset
                   << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
                   << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed " << rel * bound[size_t(e)]
                   << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel << " (bound " << rel << ")";
@@ -141,25 +141,16 @@ TEST(DwconvBfcGpu, EveryTileMatchesReference) {
   const DwconvParams s1 = dwconv_shape(2, 13, 21, 40, 9, 11, 1, 1, 3, 5, 4, 2);
   const DwconvParams s2 = dwconv_shape(2, 14, 17, 36, 7, 9, 2, 2, 3, 2, 4, 4);
   for (const BfcTile& t : kBfcTiles) {
-    check_bfc(s1, BfcForce{t.r, t.tm, 0, false}, 100 + uint32_t(t.r * 40 + t.tm));
-    check_bfc(s2, BfcForce{t.r, t.tm, 3, false}, 200 + uint32_t(t.r * 40 + t.tm));
+    check_bfc(s1, BfcForce{t.r, t.tm, 0}, 100 + uint32_t(t.r * 40 + t.tm));
+    check_bfc(s2, BfcForce{t.r, t.tm, 3}, 200 + uint32_t(t.r * 40 + t.tm));
   }
 }
 
 TEST(DwconvBfcGpu, EveryZSplitMatchesReference) {
   CNN_REQUIRE_GPU();
   const DwconvParams p = same(3, 10, 19, 64, 5, 7);  // 30 dY rows, 10 per image
-  for (int z : {1, 2, 3, 7, 10, 29, 30, 1000}) check_bfc(p, BfcForce{0, 0, z, false}, 300 + uint32_t(z));
-  for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z, false}, 400 + uint32_t(z));
-}
-
-TEST(DwconvBfcGpu, GenericKernelMatchesReference) {
-  CNN_REQUIRE_GPU();
-  for (const Case& k : default_cases()) {
-    if (k.p.w_elems() * k.p.y_elems() / k.p.c > (int64_t(1) << 26)) continue;  // the generic kernel is slow
-    check_bfc(k.p, BfcForce{0, 0, 0, true}, k.seed + 1000);
-    check_bfc(k.p, BfcForce{0, 0, 5, true}, k.seed + 2000);
-  }
+  for (int z : {1, 2, 3, 7, 10, 29, 30, 1000}) check_bfc(p, BfcForce{0, 0, z}, 300 + uint32_t(z));
+  for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z}, 400 + uint32_t(z));
 }
 
 TEST(DwconvBfcGpu, UnalignedInputTakesScalarPath) {
@@ -171,7 +162,7 @@ TEST(DwconvBfcGpu, UnalignedInputTakesScalarPath) {
 TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {
   CNN_REQUIRE_GPU();
   const DwconvParams p = same(2, 48, 48, 256, 31, 31);
-  const std::string path = bfc_path_name(p);
+  const std::string path = bfc_tile_path_name(p, BfcForce{});
   const size_t at = path.find(" Z=");
   ASSERT_NE(at, std::string::npos) << path;
   EXPECT_GT(std::stoi(path.substr(at + 3)), 1) << "expected an accumulation split for " << p.str() << ": " << path;
@@ -200,8 +191,8 @@ TEST(DwconvBfcValidation, RejectsBadParamsBeforeTouchingTheDevice) {
   EXPECT_THROW(dwconv_backward_filter_cuda(host, host, host, neg, nullptr), Error);
   const DwconvParams ok = same(1, 8, 8, 4, 3, 3);
   EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, host, host, ok, nullptr), Error);
-  EXPECT_THROW(dwconv_backward_filter_cuda_forced(host, host, host, ok, BfcForce{2, 2, 0, false}, nullptr), Error);
-  EXPECT_THROW(dwconv_backward_filter_cuda_forced(host, host, host, ok, BfcForce{0, 0, -1, false}, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{2, 2, 0}, nullptr), Error);
+  EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{0, 0, -1}, nullptr), Error);
 }
 
 TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {
@@ -301,7 +292,7 @@ TEST(DwconvBfcPlan, HaNarrowSegmentsSwapOnlyTheListedTile) {
   EXPECT_EQ(forced.tm, 9);
 }
 
-// CNN_DWCONV_BFC_TILE's parser: only instantiated tiles, written RxTM; anything else names the variable.
+// The bfc_tile override's parser: only instantiated tiles, written RxTM; anything else names the variable.
 TEST(DwconvBfcPlan, ParseTileAcceptsInstantiatedTilesOnly) {
   const BfcTile t = bfc_parse_tile("3x17", "VAR");
   EXPECT_EQ(t.r, 3);

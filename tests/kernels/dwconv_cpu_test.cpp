@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_cpu_impl.h"
+#include "kernels/dwconv/cpu/impl.h"
 #include "tests/kernels/dwconv_test_util.h"
 
 namespace cnn::dwconv {

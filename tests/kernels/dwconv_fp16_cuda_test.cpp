@@ -8,15 +8,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/dwconv/cuda/kernels.h"
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_bfc_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
-#include "kernels/dwconv/dwconv_f16_internal.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
 #include "tests/support/numeric.h"
 
@@ -202,60 +202,48 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    for (int variant = 0; variant < 27; ++variant) {
-      const bool ring_columns_first = variant == 17;  // the ring kernel's other block order, Q = 4
-      const bool ring_pairs = variant >= 24;           // the ring kernel on channel pairs, Q = 1, 2, 4
-      if (variant == 4 && p.fw > kCcMaxFw) continue;
-      if (variant >= 8 && !ring_columns_first && !ring_pairs && !(tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb)))
-        continue;
-      if (variant >= 5 && p.fw > kTcRingMaxFw) continue;
-      y.poison(), dx.poison();
-      std::string what;
-      if (variant < 3) {
-        const int theta = 1 << variant;
-        what = "tc T" + std::to_string(theta);
-        launch_dwconv_tc_f16(x.get(), w.get(), b.get(), y.get(), gf, theta, nullptr);
-        launch_dwconv_tc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, theta, nullptr);
-      } else if (variant == 3) {
-        what = "direct vec8";
-        launch_dwconv_direct_f16_forward(x.get(), w.get(), b.get(), y.get(), gf, true, nullptr);
-        launch_dwconv_direct_f16_forward(dy.get(), w.get(), nullptr, dx.get(), gb, true, nullptr);
-      } else if (ring_pairs) {
-        const int q = 1 << (variant - 24);
-        what = "tc-ring pairs Q" + std::to_string(q);
-        launch_dwconv_tc_ring_pairs_f16(x.get(), w.get(), b.get(), y.get(), gf, q, nullptr);
-        launch_dwconv_tc_ring_pairs_f16(dy.get(), w.get(), nullptr, dx.get(), gb, q, nullptr);
-      } else if (ring_columns_first) {
-        what = "tc-ring Q4 columns first";
-        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, 4, false, nullptr);
-        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, 4, false, nullptr);
-      } else if (variant >= 8) {
-        // 8-13: each tile order with 16- and 8-byte lanes; 14-16: each order with two rows per 8-byte-lane thread;
-        // 18-23: 16-column tiles on each lane shape, with 2, 3 and 4 stages, and the interleaved order.
-        constexpr TmaTileOrder kOrders[] = {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided};
-        constexpr TmaCcConfig kWide[] = {
-            {16, TmaTileOrder::interleaved, 1, 16, 3}, {8, TmaTileOrder::sliced, 1, 16, 2},
-            {8, TmaTileOrder::interleaved, 2, 16, 4},  {8, TmaTileOrder::strided, 1, 16, 4},
-            {8, TmaTileOrder::interleaved, 1, 8, 3},   {8, TmaTileOrder::interleaved, 1, 16, 3}};
-        const TmaCcConfig cfg = variant >= 18  ? kWide[variant - 18]
-                                : variant < 14 ? TmaCcConfig{variant % 2 == 0 ? 16 : 8, kOrders[(variant - 8) / 2], 1}
-                                               : TmaCcConfig{8, kOrders[variant - 14], 2};
-        what = "cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " rows=" + std::to_string(cfg.rows_per_thread) +
-               " cols=" + std::to_string(cfg.tile_cols) + " stages=" + std::to_string(cfg.stages) + " " +
-               tma_tile_order_name(cfg.order);
+    // Every kernel and configuration that can run the shape: T-theta, the direct vec8 kernel, the register kernel
+    // with 1, 2 and 4 groups per row, the ring kernel with both MMA policies at Q = 1, 2, 4, and the TMA kernel on
+    // each lane shape with 8- and 16-column tiles and 2-4 stages.
+    using Launch = std::function<void(const __half*, const __half*, const __half*, __half*, const ConvGeometry&)>;
+    std::vector<std::pair<std::string, Launch>> kernels;
+    for (int theta : {1, 2, 4})
+      kernels.emplace_back("tc T" + std::to_string(theta), [theta](auto s, auto w, auto b, auto d, const auto& g) {
+        launch_dwconv_tc_f16(s, w, b, d, g, theta, nullptr);
+      });
+    kernels.emplace_back("direct vec8", [](auto s, auto w, auto b, auto d, const auto& g) {
+      launch_dwconv_direct_f16_forward(s, w, b, d, g, true, nullptr);
+    });
+    if (p.fw <= kCcMaxFw)
+      for (int groups : {1, 2, 4})
+        kernels.emplace_back("cuda-core groups=" + std::to_string(groups),
+                             [groups](auto s, auto w, auto b, auto d, const auto& g) {
+                               launch_dwconv_cc_f16(s, w, b, d, g, groups, nullptr);
+                             });
+    if (p.fw <= kTcRingMaxFw)
+      for (RingMma mma : {RingMma::taps, RingMma::pairs})
+        for (int q : {1, 2, 4})
+          kernels.emplace_back(std::string("tc-ring ") + (mma == RingMma::pairs ? "pairs" : "taps") + " Q" +
+                                   std::to_string(q),
+                               [mma, q](auto s, auto w, auto b, auto d, const auto& g) {
+                                 launch_dwconv_tc_ring_f16(s, w, b, d, g, q, mma, nullptr);
+                               });
+    if (tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))
+      for (const TmaCcConfig cfg : {TmaCcConfig{16, 1, 8, 3}, TmaCcConfig{8, 1, 8, 3}, TmaCcConfig{8, 2, 8, 3},
+                                    TmaCcConfig{8, 2, 8, 2}, TmaCcConfig{16, 1, 16, 3}, TmaCcConfig{8, 1, 16, 2},
+                                    TmaCcConfig{8, 2, 16, 4}, TmaCcConfig{8, 1, 16, 4}}) {
         if (!tma_cc_config_fits(gf, cfg, true) || !tma_cc_config_fits(gb, cfg, true)) continue;
-        launch_dwconv_tma_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, cfg, nullptr);
-        launch_dwconv_tma_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, cfg, nullptr);
-      } else if (variant >= 5) {
-        const int q = 1 << (variant - 5);
-        what = "tc-ring Q" + std::to_string(q);
-        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), gf, q, true, nullptr);
-        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), gb, q, true, nullptr);
-      } else {
-        what = "cuda-core";
-        launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), gf, nullptr);
-        launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), gb, nullptr);
+        kernels.emplace_back("cuda-core tma lane=" + std::to_string(cfg.lane_bytes) + " rows=" +
+                                 std::to_string(cfg.rows_per_thread) + " cols=" + std::to_string(cfg.tile_cols) +
+                                 " stages=" + std::to_string(cfg.stages),
+                             [cfg](auto s, auto w, auto b, auto d, const auto& g) {
+                               launch_dwconv_tma_cc_f16(s, w, b, d, g, cfg, nullptr);
+                             });
       }
+    for (const auto& [what, launch] : kernels) {
+      y.poison(), dx.poison();
+      launch(x.get(), w.get(), b.get(), y.get(), gf);
+      launch(dy.get(), w.get(), nullptr, dx.get(), gb);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
       const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
@@ -424,7 +412,7 @@ TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
   check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
 }
 
-// The FP32 backward-filter tile kernel on FP16 inputs (dwconv_bfc_tile.cuh with T = __half, and __half2 for ha):
+// The FP32 backward-filter tile kernel on FP16 inputs (bfc_tile.cuh with T = __half, and __half2 for ha):
 // the planner's choices, a forced Z and a forced tile, in both accumulation modes. fp32 against FP64 with the
 // FP32-accumulation bound; ha against the host emulation (its FP16 runs exactly, FP32 merges within rounding) and
 // against FP64 with the ha bound.
@@ -480,7 +468,7 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
   const auto path_of = [](DwconvOp op, const Case& k) { return dwconv_path_name(op, k.params(), DType::f16); };
   if (!tma_cc_f16_supports(forward_geometry(same(1, 17, 34, 72, 3, 3).params()))) GTEST_SKIP() << "needs sm_90";
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
-    const std::string wide = "cuda-core tma FW=3 tile=16x16 BN=64 lane=8B stages=3 tiles=sliced";
+    const std::string wide = "cuda-core tma FW=3 tile=16x16 BN=64 lane=8B stages=3";
     EXPECT_NE(path_of(op, same(1, 17, 34, 72, 3, 3)).find(wide), std::string::npos)
         << path_of(op, same(1, 17, 34, 72, 3, 3));
     EXPECT_NE(path_of(op, same(1, 17, 34, 72, 5, 5)).find("cuda-core tma FW=5 tile=16x8 BN=64 lane=8B rows=2"),
@@ -551,11 +539,11 @@ TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
     }
     return false;
   };
-  for (const auto& [cfg, why] : {std::pair{TmaCcConfig{16, TmaTileOrder::sliced, 2}, "rows per thread"},
-                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 3}, "rows per thread"},
-                                 std::pair{TmaCcConfig{4, TmaTileOrder::sliced, 1}, "lane width"},
-                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 1, 24}, "tile width"},
-                                 std::pair{TmaCcConfig{8, TmaTileOrder::sliced, 1, 8, 5}, "stages"}}) {
+  for (const auto& [cfg, why] : {std::pair{TmaCcConfig{16, 2}, "rows per thread"},
+                                 std::pair{TmaCcConfig{8, 3}, "rows per thread"},
+                                 std::pair{TmaCcConfig{4, 1}, "lane width"},
+                                 std::pair{TmaCcConfig{8, 1, 24}, "tile width"},
+                                 std::pair{TmaCcConfig{8, 1, 8, 5}, "stages"}}) {
     EXPECT_TRUE(refused([&] { launch_dwconv_tma_cc_f16(&dummy, &dummy, nullptr, &dummy, g, cfg, nullptr); }, why));
     EXPECT_TRUE(refused([&] { tma_cc_f16_describe(g, cfg); }, why));
   }

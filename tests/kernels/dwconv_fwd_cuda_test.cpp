@@ -8,12 +8,13 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
-#include "kernels/dwconv/dwconv_cuda_internal.h"
+#include "kernels/dwconv/cuda/kernels.h"
 #include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
@@ -217,23 +218,6 @@ TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
   }
 }
 
-// The kernel-forcing variables: unset is "auto", a listed value passes, anything else is one line naming both.
-TEST(DwconvCudaEntry, EnvChoiceAcceptsListedValuesOnly) {
-  const char* var = "CNN_DWCONV_TEST_CHOICE";
-  unsetenv(var);
-  EXPECT_EQ(env_choice(var, {"auto", "a", "b"}), "auto");
-  setenv(var, "b", 1);
-  EXPECT_EQ(env_choice(var, {"auto", "a", "b"}), "b");
-  setenv(var, "c", 1);
-  try {
-    env_choice(var, {"auto", "a", "b"});
-    ADD_FAILURE() << "expected an error";
-  } catch (const cnn::Error& e) {
-    EXPECT_STREQ(e.what(), "CNN_DWCONV_TEST_CHOICE: expected auto, a or b, got 'c'");
-  }
-  unsetenv(var);
-}
-
 // Runs launch(src, w, bias, dst, geometry) on case k in the forward and the stride-1 backward-data geometry (outputs
 // NaN-poisoned first) and compares both against the FP64 references.
 template <class Launch>
@@ -295,28 +279,22 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
                         same(1, 16, 64, 128, 1, 1), same(2, 31, 31, 256, 13, 5), same(1, 2, 8, 12800, 3, 3)}) {
     // (3, 40, 37, 1032): more tiles than blocks, so blocks walk several; (1, 2, 8, 12800): more 32-channel slices
     // (400) than an H200 has blocks of this kernel (396), so the sliced order falls back to contiguous ranges.
-    for (const TmaTileOrder order : {TmaTileOrder::sliced, TmaTileOrder::contiguous, TmaTileOrder::strided,
-                                     TmaTileOrder::interleaved}) {
-      // Each lane shape on 8-column tiles (three stages) and on 16-column tiles (two and four stages).
-      for (const auto& [lane_bytes, rows, cols, stages] : {std::tuple{16, 1, 8, 3}, std::tuple{8, 1, 8, 3},
-                                                           std::tuple{8, 2, 8, 3}, std::tuple{16, 1, 16, 2},
-                                                           std::tuple{8, 1, 16, 4}, std::tuple{8, 2, 16, 2}}) {
-        const TmaCcConfig cfg{lane_bytes, order, rows, cols, stages};
-        const std::string what = "tma lane=" + std::to_string(lane_bytes) + " rows=" + std::to_string(rows) +
-                                 " cols=" + std::to_string(cols) + " stages=" + std::to_string(stages) + " " +
-                                 tma_tile_order_name(order);
-        if (!tma_cc_config_fits(forward_geometry(params_of(k)), cfg, false)) {
-          // Supported shapes fit the narrow three-stage ring with one slice's filter (interleaved holds them all).
-          EXPECT_FALSE(cols == 8 && stages == 3 && order != TmaTileOrder::interleaved) << what;
-          continue;
-        }
-        check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
-                                                      const ConvGeometry& g) {
-          ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x"
-                                              << g.fw;
-          launch_dwconv_tma_cc_f32(src, w, b, dst, g, cfg, nullptr);
-        });
+    // Each lane shape on 8-column tiles (three stages) and on 16-column tiles (two and four stages).
+    for (const auto& [lane_bytes, rows, cols, stages] : {std::tuple{16, 1, 8, 3}, std::tuple{8, 1, 8, 3},
+                                                         std::tuple{8, 2, 8, 3}, std::tuple{16, 1, 16, 2},
+                                                         std::tuple{8, 1, 16, 4}, std::tuple{8, 2, 16, 2}}) {
+      const TmaCcConfig cfg{lane_bytes, rows, cols, stages};
+      const std::string what = "tma lane=" + std::to_string(lane_bytes) + " rows=" + std::to_string(rows) +
+                               " cols=" + std::to_string(cols) + " stages=" + std::to_string(stages);
+      if (!tma_cc_config_fits(forward_geometry(params_of(k)), cfg, false)) {
+        EXPECT_FALSE(cols == 8 && stages == 3) << what;  // supported shapes fit the narrow three-stage ring
+        continue;
       }
+      check_forward_style_kernel(k, seed, what, [&](const float* src, const float* w, const float* b, float* dst,
+                                                    const ConvGeometry& g) {
+        ASSERT_TRUE(tma_cc_f32_supports(g)) << "geometry " << g.in_h << "x" << g.in_w << " F=" << g.fh << "x" << g.fw;
+        launch_dwconv_tma_cc_f32(src, w, b, dst, g, cfg, nullptr);
+      });
     }
     ++seed;
   }
@@ -333,53 +311,6 @@ TEST(DwconvGpu, TmaKernelMatchesReference) {
     EXPECT_NE(five.find("cuda-core tma FW=5 tile=16x8 BN=32 lane=8B"), std::string::npos) << five;
     EXPECT_NE(three.find("vslide"), std::string::npos) << three;
   }
-}
-
-// CNN_DWCONV_F32_GEMV's parser: TM first, then ring / whole at most once each; anything else names the variable.
-TEST(DwconvCudaEntry, ParseGemvConfig) {
-  const GemvConfig a = parse_gemv_config("16,ring,whole", "VAR");
-  EXPECT_TRUE(a.tm == 16 && a.prefetch && a.whole_filter);
-  const GemvConfig b = parse_gemv_config("8", "VAR");
-  EXPECT_TRUE(b.tm == 8 && !b.prefetch && !b.whole_filter);
-  const GemvConfig c = parse_gemv_config("16,whole", "VAR");
-  EXPECT_TRUE(c.tm == 16 && !c.prefetch && c.whole_filter);
-  for (const char* bad : {"", "4", "16,", "ring", "16,ring,ring", "16,whole,x", "16;ring", " 16"}) {
-    try {
-      parse_gemv_config(bad, "VAR");
-      ADD_FAILURE() << "expected an error for '" << bad << "'";
-    } catch (const cnn::Error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("VAR: expected TM[,ring][,whole]", 0), 0u) << e.what();
-    }
-  }
-}
-
-// The TMA kernel's configuration (host arithmetic only): 16-column tiles at FP16 3x3, 8 elsewhere, and 8 where the
-// wide window ring would not fit a block's shared memory; two stages with two rows per thread (FP16 5x5), three
-// elsewhere; sliced tiles.
-TEST(DwconvCudaEntry, TmaConfigDefaults) {
-  for (const char* var : {"CNN_DWCONV_TMA_LANE", "CNN_DWCONV_TMA_TILES", "CNN_DWCONV_TMA_ROWS", "CNN_DWCONV_TMA_COLS",
-                          "CNN_DWCONV_TMA_STAGES"})
-    if (std::getenv(var) != nullptr) GTEST_SKIP() << var << " is set";
-  const auto config = [](const Case& k, bool f16) { return tma_cc_config(forward_geometry(params_of(k)), f16); };
-  const TmaCcConfig f16_3 = config(same(1, 17, 34, 72, 3, 3), true);
-  EXPECT_TRUE(f16_3.tile_cols == 16 && f16_3.stages == 3 && f16_3.lane_bytes == 8 && f16_3.rows_per_thread == 1 &&
-              f16_3.order == TmaTileOrder::sliced);
-  EXPECT_NE(tma_cc_f16_describe(forward_geometry(params_of(same(1, 17, 34, 72, 3, 3))), f16_3).find("tile=16x16"),
-            std::string::npos);
-  const TmaCcConfig f16_5 = config(same(1, 17, 34, 72, 5, 5), true);
-  EXPECT_TRUE(f16_5.tile_cols == 8 && f16_5.rows_per_thread == 2 && f16_5.stages == 2);
-  const TmaCcConfig f32_5 = config(same(1, 17, 34, 72, 5, 5), false);
-  EXPECT_TRUE(f32_5.tile_cols == 8 && f32_5.rows_per_thread == 1 && f32_5.stages == 3);
-  // 30x3: the 16x8 window ring (45 x 10 positions x 3 stages) fits, the 16x16 one (45 x 18) does not.
-  const Case tall = same(1, 64, 34, 72, 30, 3);
-  const ConvGeometry g = forward_geometry(params_of(tall));
-  EXPECT_TRUE(tma_cc_config_fits(g, TmaCcConfig{8, TmaTileOrder::sliced, 1, 8, 3}, true));
-  EXPECT_FALSE(tma_cc_config_fits(g, TmaCcConfig{8, TmaTileOrder::sliced, 1, 16, 3}, true));
-  EXPECT_EQ(config(tall, true).tile_cols, 8);
-  // The interleaved order holds every slice's filter: at C = 12800 (200 slices of 64 halves) it does not fit.
-  const ConvGeometry wide_c = forward_geometry(params_of(same(1, 2, 8, 12800, 3, 3)));
-  EXPECT_TRUE(tma_cc_config_fits(wide_c, TmaCcConfig{8, TmaTileOrder::sliced, 1, 16, 3}, true));
-  EXPECT_FALSE(tma_cc_config_fits(wide_c, TmaCcConfig{8, TmaTileOrder::interleaved, 1, 16, 3}, true));
 }
 
 TEST(DwconvCudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {

@@ -1,4 +1,4 @@
-// CPU tests of the host emulation of the FP16 backward-filter accumulation modes (dwconv_reference_f16.cpp):
+// CPU tests of the host emulation of the FP16 backward-filter accumulation modes (ref/reference_f16.cpp):
 // fp32 mode within FP32 rounding of the FP64 reference, hybrid mode with FP16-sized errors on long reductions,
 // and the run boundaries of hybrid accumulation checked on a hand-computed case.
 #include <gtest/gtest.h>

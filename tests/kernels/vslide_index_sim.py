@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Host simulation of dwconv_vslide_kernel's index mapping (kernels/dwconv/dwconv_vslide.cu: FP32, 4 channels per
+# Host simulation of dwconv_vslide_kernel's index mapping (kernels/dwconv/cuda/fwd_vslide.cu: FP32, 4 channels per
 # thread, FH and FW up to 3): runs the kernel's block/thread/row/slot logic in Python on small geometries (forward
 # and the stride-1 backward-data geometry) and checks every output is written exactly once and equals the direct
 # formula. Not part of ctest: run it after changing the kernel's tiling (`python3 tests/kernels/vslide_index_sim.py`).

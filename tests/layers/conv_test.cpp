@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "layers/functional.h"
-#include "layers/nn_ops.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/numeric.h"
 

@@ -6,7 +6,6 @@
 
 #include "layers/functional.h"
 #include "layers/layers.h"
-#include "layers/nn_ops.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/numeric.h"
 

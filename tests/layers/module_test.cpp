@@ -10,7 +10,7 @@
 #include "layers/init.h"
 #include "layers/functional.h"
 #include "layers/layers.h"
-#include "layers/mlp.h"
+#include "optim/sgd.h"
 #include "tests/support/numeric.h"
 
 namespace cnn {
@@ -141,7 +141,7 @@ TEST(Module, TinyConvNetOverfitsEightImagesOnCpu) {
   Tensor x = Tensor::empty({8, 8, 8, 3}, DType::f32);
   x.uniform_(22, 0, -1, 1);
   const Tensor labels = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 0, 1, 2}, {8});
-  SgdMomentum opt(net->parameters(), 0.1, 0.9);
+  optim::SgdMomentum opt(net->parameters(), 0.1, 0.9);
   double first = 0, last = 0;
   for (uint64_t step = 0; step < 60; ++step) {
     Tape tape;

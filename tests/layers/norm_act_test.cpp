@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "layers/functional.h"
 #include "layers/layers.h"
-#include "layers/nn_ops.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/numeric.h"
 

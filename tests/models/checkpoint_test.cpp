@@ -88,17 +88,17 @@ TEST(CheckpointNames, SLaKTinyMatchesReference) {
   expect_entry(sig, "downsample_layers.0.0.weight", {124, 3, 4, 4});
   expect_entry(sig, "downsample_layers.0.1.weight", {124});
   expect_entry(sig, "downsample_layers.3.1.weight", {998, 499, 2, 2});
-  expect_entry(sig, "stages.0.0.large_kernel.Decom1.conv.weight", {124, 1, 51, 5});
-  expect_entry(sig, "stages.0.0.large_kernel.Decom2.conv.weight", {124, 1, 5, 51});
+  expect_entry(sig, "stages.0.0.large_kernel.LoRA1.conv.weight", {124, 1, 51, 5});
+  expect_entry(sig, "stages.0.0.large_kernel.LoRA2.conv.weight", {124, 1, 5, 51});
   expect_entry(sig, "stages.0.0.large_kernel.small_conv.conv.weight", {124, 1, 5, 5});
-  expect_entry(sig, "stages.2.8.large_kernel.Decom1.bn.num_batches_tracked", {}, DType::i64);
+  expect_entry(sig, "stages.2.8.large_kernel.LoRA1.bn.num_batches_tracked", {}, DType::i64);
   expect_entry(sig, "stages.3.2.pwconv1.weight", {3992, 998});
   expect_entry(sig, "stages.3.2.gamma", {998});
   expect_entry(sig, "norm.weight", {998});
   expect_entry(sig, "head.weight", {1000, 998});
   const auto dense = signature_of("slak_tiny_dense");
   expect_entry(dense, "stages.1.0.large_kernel.lkb_origin.conv.weight", {249, 1, 49, 49});
-  EXPECT_FALSE(dense.count("stages.1.0.large_kernel.Decom1.conv.weight"));
+  EXPECT_FALSE(dense.count("stages.1.0.large_kernel.LoRA1.conv.weight"));
 }
 
 TEST(CheckpointLayout, ConvWeightsArePermutedToPyTorchOrder) {

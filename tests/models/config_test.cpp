@@ -21,12 +21,15 @@ const std::map<std::string, int64_t> kExpectedParams = {
     {"convnext_tiny_k9", 28801096},  // + 96+192+384+768 channels * (81 - 49) * blocks
     {"convnext_tiny_k31", 34630216},
     {"convnext_nano_fmnist", 360490},
+    {"convnext_tiny_gray64", 27824746},  // convnext_tiny - 2 * 16 * 96 stem inputs - 990 * 769 head outputs
     {"convmixer_768_32", 21110248},   // timm convmixer_768_32
     {"convmixer_1536_20", 51625960},  // timm convmixer_1536_20
     {"convmixer_1536_20_k11", 52854760},
     {"convmixer_128_6_k7_p2", 142730},
+    {"convmixer_32_4_k9_p2", 15786},  // 224 stem + 4 * 3808 blocks + 330 head
     {"replknet_31b", 79864168},  // the paper's "79M"
     {"replknet_tiny_test", 72634},
+    {"replknet_small_gray64", 11550282},  // the reference definition's count, as for replknet_31b
     {"slak_tiny", 50703838},  // dense tensors of SLaK-T (the paper's 30M counts the sparse weights)
     {"slak_tiny_dense", 60818614},
     {"slak_tiny_test", 80334},

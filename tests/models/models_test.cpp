@@ -1,5 +1,5 @@
 // Model forward + backward on the CPU (small variants of each family): output shape, finite loss, a finite
-// gradient for every parameter; RepLKNet re-parameterisation equals the original in eval mode.
+// gradient for every parameter; RepLKNet and SLaK re-parameterisation equals the original in eval mode.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,19 +90,26 @@ void randomize_batch_norms(Model& model, uint64_t seed) {
                   test::random_images(4, model.common().input_size, model.common().in_channels, seed + 10 + step));
 }
 
+// Gives `model` a random BN state, re-parameterises it and expects equal eval logits on 64x64 images. FP32: one
+// merged kernel instead of two or three folded branch convolutions summed; the reordered sums differ by a few ulps
+// per layer, which the residual layers and the head amplify to ~1e-5 of |logits| ~ 1.
+template <class Net>
+std::shared_ptr<Net> reparameterize_and_compare(Net& model, uint64_t seed) {
+  randomize_batch_norms(model, seed);
+  model.eval();
+  const Tensor x = test::random_images(3, 64, 3, seed + 1);
+  const Tensor expected = model.forward(ForwardContext{}, x);
+  auto merged = reparameterize(model);
+  EXPECT_TRUE(test::all_close(expected, merged->forward(ForwardContext{}, x), 1e-4, 1e-4,
+                              "reparameterised logits (seed " + std::to_string(seed) + ")"));
+  return merged;
+}
+
 TEST(RepLKNetReparam, MergedModelMatchesOriginalInEval) {
   constexpr uint64_t kSeed = 99;
   auto base = small_model("replknet_tiny_test", kSeed);
   auto& model = dynamic_cast<RepLKNet&>(*base);
-  randomize_batch_norms(model, kSeed);
-  model.eval();
-  const Tensor x = test::random_images(3, 64, 3, kSeed + 1);
-  const Tensor expected = model.forward(ForwardContext{}, x);
-  auto merged = reparameterize(model);
-  const Tensor got = merged->forward(ForwardContext{}, x);
-  // FP32: the merged kernel sums the two folded branches once instead of adding two conv outputs; the reordered
-  // sums differ by a few ulps per layer, which 9 residual layers and the head amplify to ~1e-5 of |logits| ~ 1.
-  EXPECT_TRUE(test::all_close(expected, got, 1e-4, 1e-4, "reparameterised logits (seed 99)"));
+  auto merged = reparameterize_and_compare(model, kSeed);
   const auto sig = checkpoint_signature(*merged);
   EXPECT_TRUE(sig.count("stages.0.blocks.0.large_kernel.lkb_reparam.weight"));
   EXPECT_TRUE(sig.count("stages.0.blocks.0.large_kernel.lkb_reparam.bias"));
@@ -133,6 +140,30 @@ TEST(RepLKNetReparam, MergedKernelIsFoldedSumOfBranches) {
               1e-6 + 1e-6 * std::fabs(expected_w));
   EXPECT_NEAR(merged.at(p + "lkb_reparam.bias").to_vector<float>()[0], expected_b, 1e-6 + 1e-6 * std::fabs(expected_b));
 }
+
+class SLaKReparam : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SLaKReparam, MergedModelMatchesOriginalInEval) {
+  const bool decomposed = GetParam();
+  const uint64_t seed = decomposed ? 31 : 32;
+  SCOPED_TRACE(::testing::Message() << (decomposed ? "decomposed" : "dense") << " seed " << seed);
+  ModelConfig config = load_model_config(resolve_model_config("slak_tiny_test", test::models_dir()));
+  std::get<SLaKConfig>(config).decomposed = decomposed;
+  std::get<SLaKConfig>(config).ls_init_value = 0.5;  // LayerScale at 1e-6 would hide the large-kernel branches
+  auto base = build_model(config);
+  base->init_weights(seed);
+  auto& model = dynamic_cast<SLaK&>(*base);
+  auto merged = reparameterize_and_compare(model, seed);
+  const auto sig = checkpoint_signature(*merged);
+  EXPECT_EQ(sig.at("stages.0.0.large_kernel.lkb_reparam.weight").shape, (Shape{20, 1, 13, 13}));
+  EXPECT_TRUE(sig.count("stages.2.0.large_kernel.lkb_reparam.bias"));
+  EXPECT_FALSE(sig.count("stages.0.0.large_kernel.small_conv.conv.weight"));
+  EXPECT_FALSE(sig.count("stages.0.0.large_kernel.LoRA1.conv.weight"));
+  EXPECT_THROW(reparameterize(*merged), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, SLaKReparam, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Decomposed" : "Dense"; });
 
 }  // namespace
 }  // namespace cnn

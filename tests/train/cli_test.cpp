@@ -131,10 +131,11 @@ TEST(TrainCli, EveryRecipeInConfigsTrainLoads) {
     if (e.path().extension() != ".yaml") continue;
     ++n;
     // One benchmark step with the recipe proves every key binds and the model builds (no data, no files).
-    // GPU recipes turn on --amp / --bfc-accum ha, which the CPU refuses: switch them off here.
+    // GPU recipes turn on --amp / --bfc-accum ha, which the CPU refuses, and subset sizes exceed the synthetic
+    // set: switch them off here.
     const RunResult r = run_train("--config " + e.path().string() +
-                                  " --synthetic --steps 1 --bench-warmup 0 "
-                                  "--batch-size 2 --device cpu --workers 1 --no-amp --bfc-accum fp32");
+                                  " --synthetic --steps 1 --bench-warmup 0 --batch-size 2 --device cpu --workers 1 "
+                                  "--no-amp --bfc-accum fp32 --train-samples 0 --val-samples 0");
     EXPECT_EQ(r.status, 0) << e.path() << ":\n" << r.output;
     EXPECT_NE(r.output.find("img/s"), std::string::npos) << r.output;
   }

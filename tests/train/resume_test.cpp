@@ -90,7 +90,8 @@ TEST(TrainResume, ResumeErrors) {
       {"--resume " + run + " --batch-size 32",
        "--resume: --batch-size is 64 in the checkpoint " + run + "/checkpoints/last, got 32"},
       {"--resume " + run + " --seed 9", "--resume: --seed is 0 in the checkpoint " + run + "/checkpoints/last, got 9"},
-      {"--resume " + run + " --synthetic", "--resume: not with --synthetic"},
+      {"--resume " + run + " --synthetic", "--synthetic: not with --resume (benchmark mode)"},
+      {"--resume " + run + " --bench-data", "--bench-data: not with --resume (benchmark mode)"},
   };
   for (const Case& c : cases) {
     const RunResult r = run_train(c.args);

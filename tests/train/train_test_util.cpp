@@ -2,9 +2,7 @@
 #include "tests/train/train_test_util.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -12,21 +10,9 @@ namespace cnn::test {
 
 namespace fs = std::filesystem;
 
-RunResult run_train(const std::string& args) {
-  const std::string cmd = std::string(CNN_TRAIN_BIN) + " " + args + " 2>&1";
-  RunResult r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+RunResult run_train(const std::string& args) { return run_command(std::string(CNN_TRAIN_BIN) + " " + args); }
+
+RunResult run_binary(const std::string& binary, const std::string& args) { return run_command(binary + " " + args); }
 
 std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -7,15 +7,14 @@
 #include <string>
 #include <vector>
 
-namespace cnn::test {
+#include "tests/support/subprocess.h"
 
-struct RunResult {
-  int status = -1;     // exit status (-1: killed by a signal)
-  std::string output;  // stdout and stderr together
-};
+namespace cnn::test {
 
 // Runs `cnn-train <args>` with stdout and stderr captured.
 RunResult run_train(const std::string& args);
+// Runs `binary <args>` likewise (cnn-compare, cnn-plot).
+RunResult run_binary(const std::string& binary, const std::string& args);
 
 // A fresh empty folder under the test temp dir, named after the running test.
 std::string scratch_dir();

@@ -1,0 +1,312 @@
+// The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
+// read rotated by 180 degrees), NHWC maps, (FH, FW, C) filter, C % 8 == 0, 16-byte aligned pointers, FP32
+// accumulation. One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
+// a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
+// steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
+// the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
+// supplies the ring layout, the per-row MMAs and the epilogue. Design: docs/dwconv-fp16.md.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include "core/cuda_check.h"
+#include "kernels/common/cp_async.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+
+namespace cnn::dwconv {
+namespace {
+
+constexpr int kThreads = 128;   // 4 warps; warp w owns channels 4w..4w+3 of the block
+constexpr int kGroups = 4;      // channel groups of 4 (8 bytes per position), one per warp
+constexpr int kBN = 16;         // channels per block: one 32-byte sector per position
+constexpr int kRows = 16;       // output rows per block tile (the MMA's M)
+constexpr int kRing = 18;       // input rows held: 16 in use, 2 in flight
+constexpr int kFront = 8;       // zero taps staged before tap 0 (fragment 0 reads taps down to -7)
+
+// A span of `positions` 8-byte positions (a multiple of 8) padded to an odd number of 64-byte halves, so that two
+// such spans side by side start in different bank halves.
+constexpr int odd_halves(int positions) { return (positions / 8) % 2 ? positions : positions + 8; }
+
+template <int kQ, int kGamma>
+struct RingShape {
+  static constexpr int kCols = 8 * kQ;                 // output columns per tile
+  static constexpr int kWin = 8 * (kQ + kGamma);       // input columns a tile row reads over all fragments
+  // Positions per ring row (8 bytes each). A quarter-warp's LDS.128 reads rows g, g+1 at the same columns: an odd
+  // number of 64-byte halves between consecutive rows (also across the ring's wrap, kRing - 1 being odd) puts them
+  // in different bank halves.
+  static constexpr int kPitch = odd_halves(kWin);
+  static constexpr int kTaps = 8 * kGamma + 16;        // staged filter row: kFront zeros, 8*gamma taps, 8 zeros
+  // Channel groups are an odd number of 64-byte halves apart, in the ring and in the filter buffers: a warp's cp.async
+  // writes 8 positions (64 bytes) of each of the 4 groups, which would otherwise all fall on the same 16 banks.
+  static constexpr int kGroupStride = odd_halves(kRing * kPitch);
+  static constexpr int kTapStride = odd_halves(kTaps);
+  static constexpr int kXBytes = kGroups * kGroupStride * 8;
+  static constexpr int kFBytes = 3 * kGroups * kTapStride * 8;  // three filter-row buffers (two in flight)
+  static constexpr int kTileBytes = kRows * kCols * kBN * 2;
+  static constexpr int kSmemBytes = kXBytes + kFBytes;
+  static_assert(kXBytes >= kTileBytes, "the output tile is staged in the input ring");
+};
+
+struct RingArgs {
+  const __half* __restrict__ src;   // (N, in_h, in_w, C)
+  const __half* __restrict__ w;     // (FH, FW, C)
+  const __half* __restrict__ bias;  // (C) or null
+  __half* __restrict__ dst;         // (N, out_h, out_w, C)
+  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;
+  int tiles_h, tiles_w, channel_blocks;  // blocks: channel block fastest, then column tile, row tile, image
+};
+
+// The launch arguments and one-block-per-tile grid of a ring kernel on (g, q), after the checks both kernels share;
+// `what` names the kernel in the errors.
+inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                          int q, const char* what) {
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0, what, ": needs stride 1 and C % 8 == 0, got C=", g.c,
+            " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
+  CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
+  CNN_CHECK(static_cast<long long>(g.in_w) * g.c < (1LL << 31), what, ": a source row of W*C = ",
+            static_cast<long long>(g.in_w) * g.c, " elements does not fit the kernel's 32-bit row offsets");
+  return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
+                  .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
+                  .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
+                  .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = (g.c + kBN - 1) / kBN};
+}
+
+inline dim3 ring_grid(const RingArgs& a, const ConvGeometry& g, const char* what) {
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;
+  CNN_CHECK(blocks < (1LL << 31), what, ": grid too large for ", blocks, " blocks");
+  return dim3(static_cast<unsigned>(blocks));
+}
+
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) { return __byte_perm(a, b, sel); }
+
+// One input block as A operand halves for the warp's 4 channels: r[c] = (x[p][c], x[p+1][c]) of row g and
+// r[4 + c] the same of row g+8, p = 8*block + 2t. One LDS.128 per row gives positions p, p+1 of 4 channels.
+struct Block {
+  unsigned r[8];
+};
+
+// Shared-memory loads as volatile asm: they stay where the fragment loop issues them (one block ahead) instead of
+// being hoisted to the top of the row, which would hold every block of the row in registers and spill.
+__device__ __forceinline__ uint4 lds128(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+__device__ __forceinline__ uint2 lds64(const void* p) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n"
+               : "=r"(v.x), "=r"(v.y)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+__device__ __forceinline__ void load_block(Block& b, const uint2* row_g, const uint2* row_g8, int pos) {
+  const uint4 u = lds128(row_g + pos);
+  const uint4 v = lds128(row_g8 + pos);
+  b.r[0] = prmt(u.x, u.z, 0x5410u);
+  b.r[1] = prmt(u.x, u.z, 0x7632u);
+  b.r[2] = prmt(u.y, u.w, 0x5410u);
+  b.r[3] = prmt(u.y, u.w, 0x7632u);
+  b.r[4] = prmt(v.x, v.z, 0x5410u);
+  b.r[5] = prmt(v.x, v.z, 0x7632u);
+  b.r[6] = prmt(v.y, v.w, 0x5410u);
+  b.r[7] = prmt(v.y, v.w, 0x7632u);
+}
+
+// B operand of fragment f for the warp's 4 channels: lane (g, t) holds taps l = 2t-g, 2t+1-g (b0) and l + 8 (b1)
+// of the fragment; a tap outside the band 0 <= l < 8 belongs to another fragment and is masked to zero. The two
+// masks are complementary and depend on the lane only.
+__device__ __forceinline__ void load_filter(unsigned (&b0)[4], unsigned (&b1)[4], const uint2* taps, int idx,
+                                            unsigned mask) {
+  const uint2 u0 = lds64(taps + idx), u1 = lds64(taps + idx + 1);
+  const uint2 u8 = lds64(taps + idx + 8), u9 = lds64(taps + idx + 9);
+  b0[0] = prmt(u0.x, u1.x, 0x5410u) & mask;
+  b0[1] = prmt(u0.x, u1.x, 0x7632u) & mask;
+  b0[2] = prmt(u0.y, u1.y, 0x5410u) & mask;
+  b0[3] = prmt(u0.y, u1.y, 0x7632u) & mask;
+  b1[0] = prmt(u8.x, u9.x, 0x5410u) & ~mask;
+  b1[1] = prmt(u8.x, u9.x, 0x7632u) & ~mask;
+  b1[2] = prmt(u8.y, u9.y, 0x5410u) & ~mask;
+  b1[3] = prmt(u8.y, u9.y, 0x7632u) & ~mask;
+}
+
+// A thread's cp.async jobs: job k of a staged row is column (tid >> 2) + 32k of channel group tid & 3, the same
+// columns for every row. Their column offsets and bounds are worked out once per tile, so staging a row costs a
+// row pointer plus a select and a copy per job (per-job index math and 64-bit addresses would dominate the
+// kernel's instruction count).
+template <int kEntries>
+struct StageJobs {
+  static constexpr int kJobs = (4 * kEntries + kThreads - 1) / kThreads;  // per thread, the last one partial
+  static constexpr int kLast = kEntries % 32;                              // threads >> 2 below it own a last job
+  __device__ static bool exists(int k, int tid) { return k + 1 < kJobs || kLast == 0 || (tid >> 2) < kLast; }
+};
+
+// S: the ring's shape (RingShape, or another with the same members: kWin, kPitch, kGroupStride, kTaps, kTapStride).
+template <class S>
+struct RingTileT {
+  using XJobs = StageJobs<S::kWin>;
+  using FJobs = StageJobs<S::kTaps>;
+  const RingArgs& a;
+  uint2* xs;  // [kGroups][kGroupStride]: kRing rows of kPitch positions of 4 channels
+  uint2* fs;  // [3][kGroups][kTapStride]: kTaps taps
+  int ih0, row0, tid;  // the tile's first source row (oh0 - pad_t) in its image, and counted over all images
+  int x_col;     // element offset of job 0 within a source row: (first column) * C + channel
+  int w_col;     // element offset of job 0 within a filter row (rotated for backward-data)
+  unsigned ok;   // bit k: input job k's column and channels are inside the image; bit 16 + k: filter job k's tap
+                 // is in [0, FW) and its channels < C
+
+  __device__ RingTileT(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
+      : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t), tid(t) {
+    const int grp = t & 3, ch = c0 + 4 * grp, col = t >> 2;
+    const bool ch_ok = ch < a.c;
+    x_col = (ow0 - a.pad_l + col) * a.c + ch;
+    ok = 0;
+#pragma unroll
+    for (int k = 0; k < XJobs::kJobs; ++k) {
+      const int iw = ow0 - a.pad_l + col + 32 * k;
+      ok |= (ch_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u) << k;
+    }
+    const int j = col - kFront;
+    w_col = (a.flip ? a.fw - 1 - j : j) * a.c + ch;
+#pragma unroll
+    for (int k = 0; k < FJobs::kJobs; ++k)
+      ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << (16 + k);
+  }
+
+  // Input row rho of the tile (source row ih0 + rho) into ring slot rho % kRing; zero outside the image.
+  __device__ __forceinline__ void stage_row(int rho) const {
+    // 32-bit offsets from the tensor's base: 64-bit bases hoisted out of the row loop spilled at gamma 4.
+    const bool row_ok = static_cast<unsigned>(ih0 + rho) < static_cast<unsigned>(a.in_h);
+    const __half* row = a.src + static_cast<long long>(row0 + rho) * (a.in_w * a.c) + x_col;
+    uint2* dst = xs + (tid & 3) * S::kGroupStride + (rho % kRing) * S::kPitch + (tid >> 2);
+#pragma unroll
+    for (int k = 0; k < XJobs::kJobs; ++k) {
+      if (!XJobs::exists(k, tid)) break;
+      const bool job_ok = row_ok && (ok >> k & 1u);
+      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + 32 * k * a.c : a.src, job_ok);
+    }
+  }
+  // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
+  __device__ __forceinline__ void stage_filter(int i) const {
+    const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.fw * a.c + w_col;
+    const int step = (a.flip ? -32 : 32) * a.c;  // the next job's tap is 32 further (rotated: 32 earlier)
+    uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTapStride + (tid >> 2);
+#pragma unroll
+    for (int k = 0; k < FJobs::kJobs; ++k) {
+      if (!FJobs::exists(k, tid)) break;
+      const bool job_ok = ok >> (16 + k) & 1u;
+      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + k * step : a.w, job_ok);
+    }
+  }
+};
+
+template <int kQ, int kGamma>
+using RingTile = RingTileT<RingShape<kQ, kGamma>>;
+
+// Output tile staging: position (row, col) of the tile, P = row * kCols + col, holds 4 units of 8 bytes (channel
+// groups). The unit index is XOR-swizzled within its 128-byte line by tile_swizzle so that the accumulator stores
+// (lane g, t: rows g and g + 8, columns 2t and 2t + 1) and the 16-byte reads both hit distinct banks. The swizzle is
+// a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
+// all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
+__device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
+// The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores. Read-back:
+// job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
+// keeps its column and steps down 64 / kCols rows per job.
+template <int kCols>
+__device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& a, int n, int oh0, int ow0, int c0,
+                                               int tid) {
+  const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
+  if (ow0 + col >= a.out_w || ch >= a.c) return;
+  __half* out = a.dst + ((static_cast<long long>(n) * a.out_h + oh0 + row0) * a.out_w + ow0 + col) * a.c + ch;
+  constexpr int kRowStep = 64 / kCols;
+  const long long out_step = static_cast<long long>(kRowStep) * a.out_w * a.c;
+#pragma unroll
+  for (int r = 0; r < kRows / kRowStep; ++r) {
+    const int row = row0 + kRowStep * r;
+    if (oh0 + row >= a.out_h) break;
+    const int sw = tile_swizzle(row, col);
+    const int unit = (row * kCols + (col & ~3)) * 4 + ((4 * (col & 3) + 2 * half) ^ (sw & ~1));
+    uint4 v = *reinterpret_cast<const uint4*>(ys + unit);
+    if (sw & 1) v = make_uint4(v.z, v.w, v.x, v.y);
+    __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
+  }
+}
+
+// The ring kernel on MMA policy P, which provides: Shape (the ring's layout: kCols, kXBytes, kSmemBytes, kTapStride
+// and RingTileT's members), Acc (the warp's accumulators), Rows and rows() (the input-row stager), kMinBlocks,
+// stage_row, lane_mask, zero, compute_row (the MMAs of one filter row) and store_tile (bias, FP16 output).
+template <class P>
+__global__ void __launch_bounds__(kThreads, P::kMinBlocks) dwconv_tc_ring_f16_kernel(const RingArgs a) {
+  using S = typename P::Shape;
+  extern __shared__ uint4 smem_u4[];
+  uint2* const xs = reinterpret_cast<uint2*>(smem_u4);
+  uint2* const fs = xs + S::kXBytes / 8;
+  const int tid = threadIdx.x, lane = tid & 31, grp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  // Channel blocks fastest: the blocks of one tile position run together, so each 128-byte line of the maps is read
+  // and written whole while it is in L2 (a block moves 32 bytes of each position); with column tiles fastest the
+  // other sectors of a line go to blocks that run waves later.
+  const int cb = blockIdx.x % a.channel_blocks;
+  int bx = blockIdx.x / a.channel_blocks;
+  const int tw = bx % a.tiles_w;
+  bx /= a.tiles_w;
+  const int th = bx % a.tiles_h;
+  const int n = bx / a.tiles_h;
+  const int oh0 = th * kRows, ow0 = tw * S::kCols, c0 = cb * kBN;
+  const RingTileT<S> tile(a, xs, fs, n, oh0, ow0, c0, tid);
+  const typename P::Rows rows_in = P::rows(tile, a, xs, n, oh0, ow0, c0, tid);
+
+  // Height trimming: only filter rows that reach a source row for some valid output row of the tile.
+  const int rows = min(kRows, a.out_h - oh0);
+  const int i_lo = max(0, a.pad_t - oh0 - (rows - 1)), i_hi = min(a.fh, a.in_h + a.pad_t - oh0);
+  const int rho_end = i_hi + kRows - 1;  // input rows past this are never read
+
+  const unsigned mask = P::lane_mask(g, t);
+  typename P::Acc acc;
+  P::zero(acc);
+
+  // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
+  if (i_lo < i_hi) {
+    for (int rho = i_lo; rho < i_lo + kRows; ++rho) P::stage_row(rows_in, rho, tid);
+    tile.stage_filter(i_lo);
+  }
+  cuda::cp_async_commit();
+  if (i_lo + kRows < rho_end) P::stage_row(rows_in, i_lo + kRows, tid);
+  if (i_lo + 1 < i_hi) tile.stage_filter(i_lo + 1);
+  cuda::cp_async_commit();
+
+  const auto row_base = P::row_base(xs, grp);
+  for (int i = i_lo; i < i_hi; ++i) {
+    cuda::cp_async_wait<1>();  // this thread's copies of row i+15 and filter row i have landed
+    __syncthreads();           // ... everyone's, and step i-1 is done with the slots and buffer refilled below
+    if (i + kRows + 1 < rho_end) P::stage_row(rows_in, i + kRows + 1, tid);
+    if (i + 2 < i_hi) tile.stage_filter(i + 2);
+    cuda::cp_async_commit();
+    P::compute_row(acc, row_base, fs + ((i % 3) * kGroups + grp) * S::kTapStride, i, g, t, mask);
+  }
+  cuda::cp_async_wait<0>();
+  __syncthreads();  // the ring becomes the output tile
+  P::store_tile(acc, xs, a, n, oh0, ow0, c0, tid);
+}
+
+template <class P>
+void launch_ring_policy(const RingArgs& a, dim3 grid, cudaStream_t stream) {
+  using S = typename P::Shape;
+  auto kernel = dwconv_tc_ring_f16_kernel<P>;
+  // Opt in above 48 KB on every call: cheap, and correct whichever device is current.
+  if constexpr (S::kSmemBytes > 48 * 1024)
+    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
+}
+
+}  // namespace
+// The channel-pairs MMA policy's launcher (fwd_tc_ring_pairs.cu); launch_dwconv_tc_ring_f16 calls it.
+void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
+                              int q, cudaStream_t stream);
+
+}  // namespace cnn::dwconv

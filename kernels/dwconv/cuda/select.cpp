@@ -1,0 +1,392 @@
+// The selection table of the Flash-DWC CUDA kernels (select.h). Each threshold carries its reason; the numbers
+// behind them are the results pages docs/perf/dwconv-fp32-h200.md (FP32) and docs/perf/dwconv-fp16-h200.md (FP16),
+// and the kernels' design notes docs/dwconv-fp32.md, docs/dwconv-fp16.md, docs/dwconv-bfc.md.
+#include "kernels/dwconv/cuda/select.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "core/error.h"
+
+namespace cnn::dwconv {
+
+namespace {
+
+bool stride1(const DwconvParams& p) { return p.stride_h == 1 && p.stride_w == 1; }
+
+// ---- Thresholds -------------------------------------------------------------------------------------------------
+
+// FP32 3x3 and smaller: the row-sliding kernel loads each input row once per thread for all FH output rows it
+// feeds, which beats the GEMV kernel's per-row reloads where a filter row has 3 taps (FP32 page, 3x3 rows).
+bool f32_vslide_wins(const ConvGeometry& g) { return vslide_f32_supports(g, nullptr, nullptr, nullptr, nullptr); }
+
+// The TMA-fed CUDA-core kernel where it beat the kernel it replaced: FP32 5x5 (over GEMV), FP16 3x3 and 5x5 (over
+// the FP16 register kernel); FP32 3x3 keeps the row-sliding kernel (both pages, 3x3 and 5x5 rows).
+bool tma_wins(const ConvGeometry& g, bool f16) {
+  const bool square = g.fh == g.fw;
+  const bool measured = f16 ? square && (g.fw == 3 || g.fw == 5) : square && g.fw == 5;
+  return measured && (f16 ? tma_cc_f16_supports(g) : tma_cc_f32_supports(g));
+}
+
+// The TMA kernel's configuration. FP16: 8-byte lanes (twice the warps per SM of 16-byte lanes), two output rows per
+// thread from FW 4 (FH + 1 input rows read per two output rows), 16-column tiles at 3x3 (one 18x18 window per 16x16
+// outputs re-reads fewer halo columns; 5x5 ran slower on them), and two stages with two rows per thread (three blocks
+// per SM instead of two). FP32: 16-byte lanes below FW 5, 8-byte from 5, one row, 8 columns, three stages.
+TmaCcConfig tma_config(const ConvGeometry& g, bool f16, const Overrides& o) {
+  TmaCcConfig cfg;
+  cfg.lane_bytes = o.tma_lane ? o.tma_lane : (f16 || g.fw >= 5 ? 8 : 16);
+  cfg.rows_per_thread = o.tma_rows ? o.tma_rows : (f16 && cfg.lane_bytes == 8 && g.fw >= 4 ? 2 : 1);
+  cfg.tile_cols = o.tma_cols ? o.tma_cols : (f16 && g.fw == 3 ? 16 : 8);
+  cfg.stages = o.tma_stages ? o.tma_stages : (f16 && cfg.rows_per_thread == 2 ? 2 : 3);
+  // A wide window that does not fit shared memory (e.g. tall filters) falls back to 8 columns, which fit wherever
+  // the kernel supports the shape; a forced width is checked at launch instead.
+  if (!o.tma_cols && !tma_cc_config_fits(g, cfg, f16)) cfg.tile_cols = 8;
+  return cfg;
+}
+
+// GEMV configuration (FP32 page, GEMV rows): TM = 16 doubles the FMAs per loaded input and per filter load, which
+// compute-bound widths need on Hopper; TM = 8 suits narrow maps and width 5. A 2*TM register ring wins when one ring
+// block covers the whole row (17 < FW <= 32 with TM = 16). Filters up to 17 wide are staged whole when they fit.
+GemvConfig gemv_config(const ConvGeometry& g) {
+  GemvConfig cfg;
+  if (g.out_w < 16 || g.fw == 5) {
+    cfg.tm = 8, cfg.prefetch = true;
+  } else {
+    cfg.tm = 16;
+    cfg.prefetch = g.fw > 17 && g.fw <= 32;
+  }
+  cfg.whole_filter = g.fw <= 17 && gemv_whole_filter_fits(g.fh, g.fw);
+  return cfg;
+}
+
+// FP16 filters of more than 3 taps per row go to tensor cores (at 3x3 both are memory-bound and CUDA cores are as
+// fast); FW 4-5 shapes the TMA kernel does not take run the FP16 register kernel (FP16 page).
+constexpr int kF16CudaCoreMaxFw = kCcMaxFw;
+// The ring kernel reuses input blocks held in registers across filter fragments (fewer shared-memory bytes per MMA
+// than Flash-DWC-T) up to FW 64, where its register ring still fits; wider filters take T-theta.
+constexpr int kF16RingMaxFw = kTcRingMaxFw;
+// Channel pairs in the MMA's k from FW 9: no byte permutes or band masks, taps rounded to 4 instead of 8; at FW <= 8
+// the pairs form issues more MMAs per row than 8-tap fragments and loses (FP16 page, 7x7 and 9x9 rows).
+constexpr int kRingPairsMinFw = 9;
+
+int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      // the widest tile the row fills
+int tc_theta(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }    // the widest tile the row fills
+int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   // groups of 8 outputs the row fills
+
+// FP16 backward-filter: stride-1 filters of at most 9 taps keep the strip kernel (it beat the register-tile kernel
+// at 3x3 and lost from 5x5 up); the register-tile kernel takes larger and strided filters (C % 8, aligned); the
+// row-warp kernel takes what neither can (FP16 page, backward-filter rows).
+constexpr int kBfcStripMaxTaps = 9;
+
+// ---- Overrides --------------------------------------------------------------------------------------------------
+
+template <class... A>
+[[noreturn]] void bad_override(const char* what, const A&... a) {
+  throw Error(str_cat(what, ": ", a...));
+}
+
+int parse_choice(const std::string& key, const std::string& value, std::initializer_list<int> allowed,
+                 const char* what) {
+  for (int a : allowed)
+    if (value == std::to_string(a)) return a;
+  std::string list;
+  for (int a : allowed) {
+    if (!list.empty()) list += '|';
+    list += std::to_string(a);
+  }
+  bad_override(what, key, " must be ", list, ", got '", value, "'");
+}
+
+Kernel parse_fwd_kernel(const std::string& v, const char* what) {
+  if (v == "direct") return Kernel::direct;
+  if (v == "vslide") return Kernel::fwd_vslide;
+  if (v == "tma") return Kernel::fwd_tma_cc;
+  if (v == "gemv") return Kernel::fwd_gemv;
+  if (v == "cc") return Kernel::fwd_cc_f16;
+  if (v == "ring") return Kernel::fwd_tc_ring;
+  if (v == "tc") return Kernel::fwd_tc;
+  bad_override(what, "fwd must be direct|vslide|tma|gemv|cc|ring|tc, got '", v, "'");
+}
+
+Kernel parse_bfc_kernel(const std::string& v, const char* what) {
+  if (v == "tile") return Kernel::bfc_tile;
+  if (v == "strip") return Kernel::bfc_strip_f16;
+  if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
+  bad_override(what, "bfc must be tile|strip|rowwarp, got '", v, "'");
+}
+
+// "TM[+ring][+whole]", each flag at most once.
+GemvConfig parse_gemv(const std::string& v, const char* what) {
+  GemvConfig cfg;
+  size_t start = 0;
+  bool ok = true;
+  for (int item = 0; ok; ++item) {
+    const size_t end = v.find('+', start);
+    const std::string tok = v.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (item == 0) {
+      ok = tok == "8" || tok == "16";
+      cfg.tm = tok == "16" ? 16 : 8;
+    } else if (tok == "ring" && !cfg.prefetch) {
+      cfg.prefetch = true;
+    } else if (tok == "whole" && !cfg.whole_filter) {
+      cfg.whole_filter = true;
+    } else {
+      ok = false;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (!ok) bad_override(what, "gemv must be TM[+ring][+whole] with TM 8 or 16 (e.g. 16+ring), got '", v, "'");
+  return cfg;
+}
+
+void apply_override(Overrides& o, const std::string& key, const std::string& value, const char* what) {
+  if (key == "verbose" && value.empty()) {
+    o.verbose = true;
+    return;
+  }
+  if (value.empty()) bad_override(what, "expected key=value, got '", key, "'");
+  if (key == "fwd") {
+    o.fwd = parse_fwd_kernel(value, what);
+  } else if (key == "bfc") {
+    o.bfc = parse_bfc_kernel(value, what);
+  } else if (key == "gemv") {
+    o.gemv = parse_gemv(value, what);
+  } else if (key == "tma_lane") {
+    o.tma_lane = parse_choice(key, value, {8, 16}, what);
+  } else if (key == "tma_rows") {
+    o.tma_rows = parse_choice(key, value, {1, 2}, what);
+  } else if (key == "tma_cols") {
+    o.tma_cols = parse_choice(key, value, {8, 16}, what);
+  } else if (key == "tma_stages") {
+    o.tma_stages = parse_choice(key, value, {2, 3, 4}, what);
+  } else if (key == "ring_mma") {
+    if (value != "taps" && value != "pairs") bad_override(what, "ring_mma must be taps|pairs, got '", value, "'");
+    o.ring_mma = value == "taps" ? RingMma::taps : RingMma::pairs;
+  } else if (key == "cc_groups") {
+    o.cc_groups = parse_choice(key, value, {1, 2, 4}, what);
+  } else if (key == "bfc_tile") {
+    o.bfc_tile = bfc_parse_tile(value, what);
+  } else {
+    bad_override(what, "unknown key '", key,
+                 "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, cc_groups, bfc_tile, "
+                 "verbose)");
+  }
+}
+
+Overrides& current_overrides() {
+  static Overrides o = [] {
+    const char* v = std::getenv("CNN_DWCONV");
+    return v == nullptr ? Overrides{} : parse_overrides(v, "CNN_DWCONV");
+  }();
+  return o;
+}
+
+// ---- Selection --------------------------------------------------------------------------------------------------
+
+// A forced kernel that cannot run the shape: one line naming the override.
+void check_forced(bool ok, const char* kernel, const char* needs, const DwconvParams& p) {
+  CNN_CHECK(ok, "dwconv kernel override ", kernel, ": needs ", needs, ", got ", p.str());
+}
+
+// The FP32 forward-style kernel: the forced one, checked against the shape, else the table's choice where the fast
+// kernels can run (`eligible`).
+Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
+  if (!o.fwd) {
+    if (!eligible) return Kernel::direct;
+    return tma_wins(g, false) ? Kernel::fwd_tma_cc : f32_vslide_wins(g) ? Kernel::fwd_vslide : Kernel::fwd_gemv;
+  }
+  const Kernel k = *o.fwd;
+  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 4 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
+  check_forced(k != Kernel::fwd_tma_cc || tma_cc_f32_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
+  check_forced(k == Kernel::direct || k == Kernel::fwd_vslide || k == Kernel::fwd_tma_cc || k == Kernel::fwd_gemv,
+               kernel_name(k), "FP16 data", p);
+  return k;
+}
+
+// The same for FP16 data.
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
+  if (!o.fwd) {
+    if (!eligible) return Kernel::direct;
+    return tma_wins(g, true)             ? Kernel::fwd_tma_cc
+           : g.fw <= kF16CudaCoreMaxFw   ? Kernel::fwd_cc_f16
+           : g.fw <= kF16RingMaxFw       ? Kernel::fwd_tc_ring
+                                         : Kernel::fwd_tc;
+  }
+  const Kernel k = *o.fwd;
+  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
+  check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
+  check_forced(k != Kernel::fwd_tc_ring || g.fw <= kTcRingMaxFw, "fwd_tc_ring", "FW <= 64", p);
+  check_forced(k != Kernel::fwd_vslide && k != Kernel::fwd_gemv, kernel_name(k), "FP32 data", p);
+  return k;
+}
+
+// The chosen kernel's configuration for geometry g.
+void configure(Plan& plan, bool f16, const Overrides& o) {
+  const ConvGeometry& g = plan.g;
+  switch (plan.kernel) {
+    case Kernel::fwd_tma_cc: plan.tma = tma_config(g, f16, o); break;
+    case Kernel::fwd_gemv: plan.gemv = o.gemv ? *o.gemv : gemv_config(g); break;
+    case Kernel::fwd_cc_f16: plan.cc_groups = o.cc_groups ? o.cc_groups : cc_groups(g.out_w); break;
+    case Kernel::fwd_tc_ring:
+      plan.ring_q = ring_q(g.out_w);
+      plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+      break;
+    case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
+    default: break;
+  }
+}
+
+Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
+  const bool f16 = dtype == DType::f16;
+  const int vec_c = f16 ? 8 : 4;
+  const bool vec = p.c % vec_c == 0 && align >= 16;
+  const bool eligible = stride1(p) && vec;
+  Plan plan;
+  plan.vec = vec;
+  if (op == DwconvOp::backward_data && !stride1(p)) {  // the strided gather: direct only
+    if (o.fwd) check_forced(*o.fwd == Kernel::direct, kernel_name(*o.fwd), "stride 1 for backward-data", p);
+    return plan;
+  }
+  plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
+  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
+  configure(plan, f16, o);
+  return plan;
+}
+
+Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overrides& o) {
+  Plan plan;
+  plan.kernel = Kernel::bfc_tile;
+  plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
+  if (dtype == DType::f32) {
+    CNN_CHECK(!o.bfc || *o.bfc == Kernel::bfc_tile, "dwconv kernel override ", kernel_name(*o.bfc),
+              ": FP32 backward-filter runs bfc_tile only");
+    return plan;
+  }
+  // The kernels' own requirements (bfc_tile_f16_supports, bfc_f16_tiled_supports) in terms of the alignment.
+  const bool tile_ok = p.c % 8 == 0 && align >= 16;
+  const bool strip_ok = stride1(p) && p.c % 4 == 0 && align >= 8;
+  if (o.bfc) {
+    plan.kernel = *o.bfc;
+    check_forced(plan.kernel != Kernel::bfc_tile || tile_ok, "bfc_tile", "C % 8 == 0 and aligned tensors", p);
+    check_forced(plan.kernel != Kernel::bfc_strip_f16 || strip_ok, "bfc_strip_f16",
+                 "stride 1, C % 4 == 0 and 8-byte aligned tensors", p);
+    return plan;
+  }
+  if (tile_ok && (!stride1(p) || p.fh * p.fw > kBfcStripMaxTaps)) return plan;
+  plan.kernel = strip_ok ? Kernel::bfc_strip_f16 : Kernel::bfc_rowwarp_f16;
+  return plan;
+}
+
+}  // namespace
+
+const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::direct: return "direct";
+    case Kernel::fwd_vslide: return "fwd_vslide";
+    case Kernel::fwd_tma_cc: return "fwd_tma_cc";
+    case Kernel::fwd_gemv: return "fwd_gemv";
+    case Kernel::fwd_cc_f16: return "fwd_cc_f16";
+    case Kernel::fwd_tc_ring: return "fwd_tc_ring";
+    case Kernel::fwd_tc: return "fwd_tc";
+    case Kernel::bfc_tile: return "bfc_tile";
+    case Kernel::bfc_strip_f16: return "bfc_strip_f16";
+    case Kernel::bfc_rowwarp_f16: return "bfc_rowwarp_f16";
+  }
+  return "unknown";
+}
+
+Overrides parse_overrides(const std::string& text, const char* what) {
+  Overrides o;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = text.find(',', start);
+    const std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty()) {
+      const size_t eq = item.find('=');
+      apply_override(o, item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1), what);
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return o;
+}
+
+const Overrides& overrides() { return current_overrides(); }
+void set_overrides(const Overrides& o) { current_overrides() = o; }
+
+Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
+  CNN_CHECK(dtype == DType::f32 || dtype == DType::f16, "dwconv select: expected dtype f32 or f16, got ",
+            dtype_name(dtype));
+  CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha, "dwconv select: expected accumulation fp32 or ha, got ",
+            static_cast<int>(accum));
+  if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, align, o);
+  return forward_style(op, dtype, p, align, o);
+}
+
+std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, const Plan& plan) {
+  const bool f16 = dtype == DType::f16;
+  const char* name = op == DwconvOp::forward ? "fwd" : op == DwconvOp::backward_data ? "bdc" : "bfc";
+  const ConvGeometry& g = plan.g;
+  switch (plan.kernel) {
+    case Kernel::fwd_vslide:
+      return str_cat(name, " cuda-core vslide F=", g.fh, "x", g.fw, " TM=4 rows=16");
+    case Kernel::fwd_tma_cc:
+      return f16 ? tma_cc_f16_describe(g, plan.tma) : tma_cc_f32_describe(g, plan.tma);
+    case Kernel::fwd_gemv:
+      return dwconv_gemv_path_name(g, plan.gemv);
+    case Kernel::fwd_cc_f16:
+      return str_cat(name, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / plan.cc_groups, "x",
+                     8 * plan.cc_groups);
+    case Kernel::fwd_tc_ring:
+      if (plan.ring_mma == RingMma::pairs)
+        return str_cat(name, " f16 tc-ring mma=pairs tile=16x", 8 * plan.ring_q, " BN=16 offsets/group=",
+                       tc_ring_pairs_nd(g.fw));
+      return str_cat(name, " f16 tc-ring tile=16x", 8 * plan.ring_q, " BN=16 frags/row=", (g.fw + 7) / 8);
+    case Kernel::fwd_tc:
+      return str_cat(name, " f16 tc T", plan.tc_theta, " tile=", 16 / plan.tc_theta, "x", 8 * plan.tc_theta,
+                     " BN=64 frags/row=", (g.fw + 8) / 9);
+    case Kernel::bfc_tile:
+      return f16 ? bfc_tile_f16_path_name(p, accum, plan.bfc) : bfc_tile_path_name(p, plan.bfc);
+    case Kernel::bfc_strip_f16:
+      return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
+    case Kernel::bfc_rowwarp_f16:
+      return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
+    case Kernel::direct:
+      break;
+  }
+  const int vec = plan.vec ? (f16 ? 8 : 4) : 1;
+  if (op == DwconvOp::backward_data && !stride1(p))
+    return str_cat("bdc", f16 ? " f16" : "", " direct strided gather vec=", vec);
+  const char* why = !stride1(p) ? "stride > 1" : p.c % (f16 ? 8 : 4) ? (f16 ? "C % 8 != 0" : "C % 4 != 0")
+                    : plan.vec ? "forced" : "unaligned pointers";
+  return str_cat(name, f16 ? " f16" : "", " direct", op == DwconvOp::backward_data ? " flipped" : "", " vec=", vec,
+                 " (", why, ")");
+}
+
+void log_plan(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, const Plan& plan) {
+  if (!overrides().verbose) return;
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  const char* name = op == DwconvOp::forward ? "fwd" : op == DwconvOp::backward_data ? "bdc" : "bfc";
+  const std::string line = str_cat(name, " ", dtype_name(dtype), " ", p.str(), " -> ", kernel_name(plan.kernel), ": ",
+                                   plan_name(op, dtype, p, accum, plan));
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(line).second) std::fprintf(stderr, "dwconv: %s\n", line.c_str());
+}
+
+std::string dwconv_path_name(DwconvOp op, const DwconvParams& p, DType dtype, BfcAccum accum) {
+  p.validate("dwconv_path_name");
+  const Plan plan = select(op, dtype, p, accum, 16, overrides());
+  return plan_name(op, dtype, p, accum, plan);
+}
+
+std::string dwconv_path_name(DwconvOp op, const DwconvParams& p) {
+  return dwconv_path_name(op, p, DType::f32, BfcAccum::fp32);
+}
+
+}  // namespace cnn::dwconv

@@ -1,0 +1,147 @@
+// The selection table (kernels/dwconv/cuda/select.h): the override text form (host only) and the plans select()
+// makes for the measured shapes (GPU suites: the TMA kernel's support depends on the device).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "kernels/dwconv/cuda/select.h"
+#include "tests/support/numeric.h"
+
+namespace cnn::dwconv {
+namespace {
+
+DwconvParams same_pad(int n, int h, int w, int c, int fh, int fw, int stride = 1) {
+  DwconvParams p;
+  p.n = n, p.ih = h, p.iw = w, p.c = c, p.fh = fh, p.fw = fw, p.stride_h = stride, p.stride_w = stride;
+  p.pad_top = p.pad_bottom = fh / 2;
+  p.pad_left = p.pad_right = fw / 2;
+  return p;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_overrides(text, "VAR");
+  } catch (const cnn::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DwconvSelect, ParsesEveryOverrideKey) {
+  const Overrides o = parse_overrides(
+      "fwd=ring,bfc=strip,gemv=16+ring+whole,tma_lane=8,tma_rows=2,tma_cols=16,tma_stages=4,ring_mma=taps,"
+      "cc_groups=2,bfc_tile=3x13,verbose",
+      "VAR");
+  EXPECT_TRUE(o.fwd == Kernel::fwd_tc_ring && o.bfc == Kernel::bfc_strip_f16);
+  EXPECT_TRUE(o.gemv && o.gemv->tm == 16 && o.gemv->prefetch && o.gemv->whole_filter);
+  EXPECT_TRUE(o.tma_lane == 8 && o.tma_rows == 2 && o.tma_cols == 16 && o.tma_stages == 4);
+  EXPECT_TRUE(o.ring_mma == RingMma::taps && o.cc_groups == 2 && o.verbose);
+  EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13);
+  const Overrides empty = parse_overrides("", "VAR");
+  EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.verbose);
+  const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
+  EXPECT_TRUE(g8.tm == 8 && !g8.prefetch && !g8.whole_filter);
+}
+
+// Every bad key or value is one line that starts with the source's name and names the key.
+TEST(DwconvSelect, RejectsBadOverridesNamingTheKey) {
+  for (const auto& [text, key] : {std::pair{"fwd=fast", "fwd"}, std::pair{"bfc=generic", "bfc"},
+                                  std::pair{"gemv=4", "gemv"}, std::pair{"gemv=16+ring+ring", "gemv"},
+                                  std::pair{"gemv=16,ring", "key=value, got 'ring'"}, std::pair{"tma_cols=24", "tma_cols"},
+                                  std::pair{"tma_stages=5", "tma_stages"}, std::pair{"ring_mma=k16", "ring_mma"},
+                                  std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
+                                  std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"}}) {
+    const std::string e = error_of(text);
+    EXPECT_EQ(e.rfind("VAR", 0), 0u) << text << ": '" << e << "'";
+    EXPECT_NE(e.find(key), std::string::npos) << text << ": '" << e << "'";
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST(DwconvSelect, AlignmentOfPointers) {
+  alignas(16) static char buf[64];
+  EXPECT_EQ(alignment_of({buf, nullptr}), 16);
+  EXPECT_EQ(alignment_of({buf, buf + 8}), 8);
+  EXPECT_EQ(alignment_of({buf + 2, buf + 16}), 2);
+  EXPECT_EQ(alignment_of({buf + 1}), 1);
+  EXPECT_EQ(alignment_of({nullptr}), 16);
+}
+
+// The FP32 table: 3x3 row-sliding, 5x5 TMA (8-byte lanes, 16x8 tiles, three stages), GEMV elsewhere with TM 16 on
+// wide maps and the ring between 17 and 32; direct where the fast kernels cannot run.
+TEST(DwconvSelectGpu, Fp32Plans) {
+  CNN_REQUIRE_GPU();
+  const Overrides none;
+  const auto fwd = [&](const DwconvParams& p, int align = 16) {
+    return select(DwconvOp::forward, DType::f32, p, BfcAccum::fp32, align, none);
+  };
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::fwd_vslide);
+  const Plan five = fwd(same_pad(1, 17, 34, 72, 5, 5));
+  EXPECT_EQ(five.kernel, Kernel::fwd_tma_cc);
+  EXPECT_TRUE(five.tma.lane_bytes == 8 && five.tma.tile_cols == 8 && five.tma.stages == 3);
+  const Plan k31 = fwd(same_pad(1, 17, 34, 72, 31, 31));
+  EXPECT_TRUE(k31.kernel == Kernel::fwd_gemv && k31.gemv.tm == 16 && k31.gemv.prefetch && !k31.gemv.whole_filter);
+  const Plan k7 = fwd(same_pad(1, 17, 34, 72, 7, 7));
+  EXPECT_TRUE(k7.kernel == Kernel::fwd_gemv && k7.gemv.tm == 16 && !k7.gemv.prefetch && k7.gemv.whole_filter);
+  EXPECT_EQ(fwd(same_pad(1, 17, 8, 72, 7, 7)).gemv.tm, 8);  // narrow map
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7)).kernel, Kernel::direct);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7, 2)).kernel, Kernel::direct);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct);
+  EXPECT_EQ(select(DwconvOp::backward_filter, DType::f32, same_pad(1, 17, 34, 6, 7, 7), BfcAccum::fp32, 4, none).kernel,
+            Kernel::bfc_tile);
+}
+
+// The FP16 table: TMA at 3x3 (16-column tiles) and 5x5 (two rows, two stages), the register kernel at other FW <= 5,
+// the ring kernel to FW 64 (8-tap fragments to FW 8, channel pairs from 9), T-theta beyond; backward-filter strips
+// at stride-1 filters of <= 9 taps, register tiles above and at stride 2, row warps where C % 4 != 0 at stride 2.
+TEST(DwconvSelectGpu, Fp16Plans) {
+  CNN_REQUIRE_GPU();
+  const Overrides none;
+  const auto fwd = [&](const DwconvParams& p) {
+    return select(DwconvOp::forward, DType::f16, p, BfcAccum::fp32, 16, none);
+  };
+  const Plan three = fwd(same_pad(1, 17, 34, 72, 3, 3)), five = fwd(same_pad(1, 17, 34, 72, 5, 5));
+  if (three.kernel != Kernel::fwd_tma_cc) GTEST_SKIP() << "the TMA kernel needs sm_90";
+  EXPECT_TRUE(three.tma.tile_cols == 16 && three.tma.rows_per_thread == 1 && three.tma.stages == 3);
+  EXPECT_TRUE(five.kernel == Kernel::fwd_tma_cc && five.tma.rows_per_thread == 2 && five.tma.stages == 2);
+  EXPECT_EQ(fwd(same_pad(1, 64, 34, 72, 30, 3)).tma.tile_cols, 8);  // the wide window ring does not fit
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 5, 3)).kernel, Kernel::fwd_cc_f16);
+  for (int f : {6, 7, 8}) EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, f, f)).ring_mma, RingMma::taps) << f;
+  for (int f : {9, 13, 31, 51, 64}) {
+    const Plan plan = fwd(same_pad(1, 17, 34, 72, f, f));
+    EXPECT_TRUE(plan.kernel == Kernel::fwd_tc_ring && plan.ring_mma == RingMma::pairs && plan.ring_q == 4) << f;
+  }
+  EXPECT_EQ(fwd(same_pad(1, 17, 80, 72, 65, 65)).kernel, Kernel::fwd_tc);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 12, 7, 7)).kernel, Kernel::direct);
+  const auto bfc = [&](const DwconvParams& p, int align = 16) {
+    return select(DwconvOp::backward_filter, DType::f16, p, BfcAccum::ha, align, none).kernel;
+  };
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3)), Kernel::bfc_strip_f16);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 5, 5)), Kernel::bfc_tile);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3, 2)), Kernel::bfc_tile);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 12, 3, 3, 2)), Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 8), Kernel::bfc_strip_f16);
+}
+
+// A forced kernel that cannot run the shape is an error naming it, never a fallback.
+TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
+  CNN_REQUIRE_GPU();
+  const auto forced = [](const char* text, DType dtype, const DwconvParams& p, DwconvOp op = DwconvOp::forward) {
+    return select(op, dtype, p, BfcAccum::fp32, 16, parse_overrides(text, "VAR"));
+  };
+  EXPECT_EQ(forced("fwd=ring", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::fwd_tc_ring);
+  EXPECT_EQ(forced("fwd=direct", DType::f32, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct);
+  EXPECT_THROW(forced("fwd=vslide", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
+  EXPECT_THROW(forced("fwd=gemv", DType::f32, same_pad(1, 17, 34, 72, 5, 5, 2)), cnn::Error);
+  EXPECT_THROW(forced("fwd=ring", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
+  EXPECT_THROW(forced("fwd=cc", DType::f16, same_pad(1, 17, 34, 72, 7, 7)), cnn::Error);
+  EXPECT_THROW(forced("fwd=ring", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2), DwconvOp::backward_data), cnn::Error);
+  EXPECT_THROW(forced("bfc=strip", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2), DwconvOp::backward_filter),
+               cnn::Error);
+  EXPECT_THROW(forced("bfc=rowwarp", DType::f32, same_pad(1, 17, 34, 72, 3, 3), DwconvOp::backward_filter),
+               cnn::Error);
+}
+
+}  // namespace
+}  // namespace cnn::dwconv
