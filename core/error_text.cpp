@@ -1,10 +1,13 @@
-// Debug switch and the removal of check places from error text.
+// Debug switch, the removal of check places from error text, and printable excerpts of values.
 #include "core/error_text.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <new>
+
+#include "core/error.h"
 
 namespace cnn {
 
@@ -29,7 +32,48 @@ bool is_place(const std::string& s, size_t begin, size_t end) {
   return true;
 }
 
+// Length of the UTF-8 sequence at s[i] when it is a valid, printable one (not overlong, no surrogate, not U+0085,
+// U+2028 or U+2029, which split lines), else 0.
+size_t printable_utf8_length(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  const uint32_t min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (cp == 0x85 || cp == 0x2028 || cp == 0x2029 || (cp >= 0x80 && cp < 0xA0)) return 0;
+  return n;
+}
+
 }  // namespace
+
+std::string printable(const std::string& value, size_t max_bytes) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  size_t i = 0;
+  while (i < value.size() && out.size() < max_bytes) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += char(c);
+      ++i;
+    } else if (const size_t n = c >= 0x80 ? printable_utf8_length(value, i) : 0; n > 0) {
+      out.append(value, i, n);
+      i += n;
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++i;
+    }
+  }
+  if (i < value.size()) out += str_cat("... (", value.size(), " bytes)");
+  return out;
+}
 
 bool debug_locations() { return debug_flag().load(std::memory_order_relaxed); }
 void set_debug_locations(bool on) { debug_flag().store(on, std::memory_order_relaxed); }

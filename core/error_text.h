@@ -14,6 +14,10 @@ void set_debug_locations(bool on);
 // `what` without the " [cond at file:line]" parts of failed checks (kept in debug mode).
 std::string user_message(const std::string& what);
 
+// A value from a file or the command line as it may appear inside a one-line message: control characters, line
+// separators and bytes that are not UTF-8 written as \xNN, and at most `max_bytes` of it (then "... (N bytes)").
+std::string printable(const std::string& value, size_t max_bytes = 80);
+
 // The text of an error line for a user: a filesystem error names its path first (the library's text names the call,
 // not the file), std::bad_alloc is "out of memory" followed by `oom_hint` when there is one, anything else is
 // user_message(e.what()).

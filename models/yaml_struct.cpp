@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/error_text.h"
 #include "core/file_io.h"
 
 namespace cnn::yaml_struct {
@@ -64,7 +65,8 @@ class TreeCheck {
     for (auto it = node.begin(); it != node.end(); ++it) {
       walk(it->first, path, depth + 1);
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : describe(it->first);
-      const std::string key_path = path.empty() ? key : path + "." + key;
+      const std::string shown = printable(key);
+      const std::string key_path = path.empty() ? shown : path + "." + shown;
       auto [pos, fresh] = seen.emplace(key, it->first.Mark());
       if (!fresh)
         throw Error(
@@ -184,8 +186,8 @@ std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  if (!is_plain_scalar(node)) return "the string \"" + node.Scalar() + "\"";
-  return "'" + node.Scalar() + "'";
+  if (!is_plain_scalar(node)) return "the string \"" + printable(node.Scalar()) + "\"";
+  return "'" + printable(node.Scalar()) + "'";
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
@@ -264,7 +266,7 @@ void MapReader::fail_value(const YAML::Node& node, const std::string& path, cons
 void MapReader::finish() const {
   for (const Entry& e : entries_) {
     if (used_.count(e.key)) continue;
-    throw Error(str_cat(where(file_, e.key_node), child(e.key), ": unknown key (known: ", join(known_), ")"));
+    throw Error(str_cat(where(file_, e.key_node), child(printable(e.key)), ": unknown key (known: ", join(known_), ")"));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/error.h"
+#include "core/error_text.h"
 #include "models/yaml_struct.h"
 
 namespace cnn::train {
@@ -218,7 +219,7 @@ void set_from_flag(TrainConfig& config, const std::string& key, const std::strin
         if constexpr (std::is_same_v<T, bool>) v = ys::as_bool(node);
         if constexpr (std::is_same_v<T, std::string>) v = value;
         if (!v || (rule.ok && !rule.ok(*v)))
-          throw Error(str_cat(flag_name(key), ": expected ", rule.expected, ", got '", value, "'"));
+          throw Error(str_cat(flag_name(key), ": expected ", rule.expected, ", got '", printable(value), "'"));
         config.*member = *v;
       },
       f.member);

@@ -1,6 +1,7 @@
 // Input files by type (core/file_io.h): regular files read whole, while a FIFO, a folder, a character device or a
 // missing path is refused by type in one line, without a blocking open or read; the size bound is enforced. Also the
-// debug switch of CNN_CHECK messages (core/error.h): source places only in debug mode.
+// debug switch of CNN_CHECK messages (core/error.h): source places only in debug mode; values echoed in messages
+// stay on one bounded line.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -71,6 +72,15 @@ TEST(ErrorMessages, SourcePlacesOnlyInDebugMode) {
   set_debug_locations(true);
   EXPECT_EQ(user_message(raw), raw);
   set_debug_locations(was);
+}
+
+TEST(ErrorMessages, ValuesAreEchoedOnOneBoundedLine) {
+  EXPECT_EQ(printable("convnext_tiny"), "convnext_tiny");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // valid UTF-8 stays
+  EXPECT_EQ(printable(std::string("a\0b\nc\x7f", 6)), "a\\x00b\\x0ac\\x7f");
+  EXPECT_EQ(printable("x\xe2\x80\xa8y"), "x\\xe2\\x80\\xa8y");  // U+2028 splits lines in some readers
+  EXPECT_EQ(printable("\xff\xc3"), "\\xff\\xc3");                 // not UTF-8, cut sequence
+  EXPECT_EQ(printable(std::string(100, 'a'), 10), std::string(10, 'a') + "... (100 bytes)");
 }
 
 }  // namespace

@@ -73,6 +73,22 @@ TEST(YamlBounds, OneDocumentOnly) {
   EXPECT_NO_THROW(ys::load_string("---\na: 1\n", "f.yaml"));
 }
 
+TEST(YamlBounds, ValuesAndKeysInMessagesStayOnOneBoundedLine) {
+  // A binary file as a model config reads as one long scalar (yaml-cpp may take leading NULs for UTF-16): the
+  // message echoes a printable excerpt of it.
+  for (const std::string& binary : {std::string("\0\1\2\xc3\xbf ", 6) + std::string(500, 'z'),
+                                    std::string("a\x01\x1b\xc3\xbf ") + std::string(500, 'z')}) {
+    const std::string m = error_of([&] { ys::load_string(binary, "m.yaml"); });
+    EXPECT_NE(m.find("m.yaml: expected a YAML map at the top level, got '"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_LT(m.size(), 400u) << m;
+  }
+  std::string m = error_of([] { ys::load_string(std::string("a\x01\x1b\xc3\xbf ") + std::string(500, 'z'), "m.yaml"); });
+  EXPECT_NE(m.find("got 'a\\x01\\x1b\xc3\xbf zzz"), std::string::npos) << m;
+  m = error_of([] { ys::MapReader r(ys::load_string("\"a\\x85b\": 1\n", "k.yaml"), "k.yaml", ""); r.finish(); });
+  EXPECT_NE(m.find("a\\xc2\\x85b: unknown key"), std::string::npos) << m;
+}
+
 TEST(YamlBounds, OnlyRegularFilesAreRead) {
   test::TempDir dir("yaml_files");
   const std::string root = std::filesystem::path(dir.file("m.yaml")).parent_path().string();
