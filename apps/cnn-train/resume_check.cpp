@@ -3,7 +3,6 @@
 #include "apps/cnn-train/resume_check.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <tuple>
 
@@ -75,20 +74,14 @@ void verify_resume_config(const TrainConfig& stored, const TrainConfig& run_yaml
                           sources.checkpoint, " was trained with ", want,
                           r.rule == ResumeRule::locked
                               ? " (a resumed run keeps its model, data, batch geometry, seed and precision)"
-                              : str_cat(" (config.yaml is written by the run; to change ", key, " pass ",
-                                        flag_name(key), ")")));
+                          : sources.flags_change
+                              ? str_cat(" (config.yaml is written by the run; to change ", key, " pass ",
+                                        flag_name(key), ")")
+                              : std::string(" (a resumed run keeps the recipe it recorded)")));
     if (r.rule == ResumeRule::locked && now != want)
       throw Error(str_cat("--resume: ", flag_name(key), " is ", want, " in the checkpoint ", sources.checkpoint,
                           ", got ", now, " (a resumed run keeps its model, data, batch geometry, seed and precision)"));
   }
-}
-
-void require_finite(const Tensor& t, const std::string& what) {
-  if (!dtype_is_floating(t.dtype())) return;
-  const Tensor host = t.to(Device::cpu()).to(DType::f64).contiguous();
-  const double* v = host.data<double>();
-  for (int64_t i = 0; i < host.numel(); ++i)
-    if (!std::isfinite(v[i])) throw Error(str_cat(what, ": element ", i, " is not finite (", v[i], ")"));
 }
 
 void check_state_tensors(const SafetensorsData& state, const std::string& file, bool amp,

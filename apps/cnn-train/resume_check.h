@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/cnn-train/train_config.h"
+#include "core/finite_check.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
 
@@ -38,7 +39,8 @@ void verify_resume_flags(const std::set<std::string>& explicit_keys);
 
 struct ResumeSources {
   std::string checkpoint;  // folder of the checkpoint resumed from
-  std::string run_yaml;    // the run folder's config.yaml
+  std::string run_yaml;    // the run folder's config.yaml (or the file that records the run's recipe)
+  bool flags_change = true;  // whether --config and flags may change a changeable key (cnn-compare: no)
 };
 
 // The resolved config a checkpoint was written with (metadata "config" of its state.safetensors).
@@ -48,9 +50,6 @@ TrainConfig stored_config(const std::string& state_file);
 // with the model's auto values resolved; explicit_keys: keys --config or a flag set in this invocation.
 void verify_resume_config(const TrainConfig& stored, const TrainConfig& run_yaml, const TrainConfig& requested,
                           const std::set<std::string>& explicit_keys, const ResumeSources& sources);
-
-// Throws `<what>: element <i> is not finite (<value>)` unless every element of a floating tensor is finite.
-void require_finite(const Tensor& t, const std::string& what);
 
 // The tensors of a state.safetensors: only optim.*, loss_scaler.* (with amp) and the known train.* keys; every
 // floating tensor finite; optim.step >= 0 and every exp_avg_sq >= 0 (a second moment is a mean of squares).
