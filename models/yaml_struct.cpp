@@ -186,8 +186,8 @@ std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  if (!is_plain_scalar(node)) return "the string \"" + printable(node.Scalar()) + "\"";
-  return "'" + printable(node.Scalar()) + "'";
+  if (!is_plain_scalar(node)) return str_cat("the string \"", printable(node.Scalar()), "\"");
+  return str_cat("'", printable(node.Scalar()), "'");
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
