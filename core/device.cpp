@@ -1,6 +1,10 @@
 // Device parsing and formatting.
 #include "core/device.h"
 
+#include <unistd.h>
+
+#include "core/device_memory.h"
+
 #include <cctype>
 
 #include "core/error.h"
@@ -24,6 +28,12 @@ Device Device::parse(const std::string& s) {
 }
 
 std::string Device::str() const { return is_cpu() ? std::string("cpu") : str_cat("cuda:", index); }
+
+uint64_t device_memory_bytes(const Device& d) {
+  if (d.is_cuda()) return cuda_memory_bytes(d.index);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
 
 void require_device(const Device& d, const char* what) {
   if (d.is_cpu()) return;

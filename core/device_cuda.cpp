@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "core/device.h"
+#include "core/device_memory.h"
 
 namespace cnn {
 
@@ -14,6 +15,15 @@ int cuda_device_count() {
     return 0;
   }
   return n;
+}
+
+uint64_t cuda_memory_bytes(int index) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return uint64_t(prop.totalGlobalMem);
 }
 
 }  // namespace cnn

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/file_io.h"
+
 namespace cnn {
 
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
@@ -128,6 +130,39 @@ const char* safetensors_dtype_name(DType t) {
   throw Error(str_cat("safetensors: invalid DType value ", int(t)));
 }
 
+namespace {
+
+std::map<std::string, std::string> parse_metadata(const json& header, const std::string& file) {
+  std::map<std::string, std::string> out;
+  auto it = header.find("__metadata__");
+  if (it == header.end()) return out;
+  if (!it->is_object()) fail(file, "__metadata__ must be an object of strings");
+  for (auto m = it->begin(); m != it->end(); ++m) {
+    if (!m.value().is_string()) fail(file, str_cat("__metadata__ value of '", m.key(), "' is not a string"));
+    out[m.key()] = m.value().get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
+  require_regular_file(path, "safetensors");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open for reading");
+  in.seekg(0, std::ios::end);
+  const uint64_t size = uint64_t(in.tellg());
+  in.seekg(0);
+  if (size < 8) fail(path, str_cat("file of ", size, " bytes is too short for the 8-byte header length"));
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  if (n > size - 8) fail(path, str_cat("header length ", n, " reaches beyond the file size ", size));
+  if (n > kMaxHeaderBytes) fail(path, str_cat("header length ", n, " exceeds the 100 MiB limit"));
+  std::string text(size_t(n), '\0');
+  if (!in.read(text.data(), std::streamsize(n))) fail(path, "read error in the header");
+  return parse_metadata(parse_header_json(text, path), path);
+}
+
 SafetensorsData parse_safetensors(const std::string& bytes, const std::string& file) {
   if (bytes.size() < 8) fail(file, str_cat("file of ", bytes.size(), " bytes is too short for the 8-byte header length"));
   uint64_t n = 0;
@@ -142,11 +177,7 @@ SafetensorsData parse_safetensors(const std::string& bytes, const std::string& f
   std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
-      if (!it.value().is_object()) fail(file, "__metadata__ must be an object of strings");
-      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
-        if (!m.value().is_string()) fail(file, str_cat("__metadata__ value of '", m.key(), "' is not a string"));
-        out.metadata[m.key()] = m.value().get<std::string>();
-      }
+      out.metadata = parse_metadata(header, file);
       continue;
     }
     entries.push_back(parse_entry(it.key(), it.value(), file));
@@ -174,12 +205,7 @@ SafetensorsData parse_safetensors(const std::string& bytes, const std::string& f
 }
 
 SafetensorsData load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str_cat("safetensors: ", path, ": cannot open for reading (", std::strerror(errno), ")"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(str_cat("safetensors: ", path, ": read error"));
-  return parse_safetensors(ss.str(), path);
+  return parse_safetensors(read_regular_text(path, "safetensors"), path);
 }
 
 namespace {

@@ -18,6 +18,8 @@ struct SafetensorsData {
 
 // Dtype names: F32 F16 BF16 F64 I32 I64 U8 (BOOL reads as u8).
 SafetensorsData load_safetensors(const std::string& path);
+// Only the __metadata__ of a file (reads the header, not the data); the same checks on what it reads.
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
 // Tensors are written in name order; any device and layout (copied to contiguous host memory first).
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});

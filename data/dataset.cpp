@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/philox.h"
 #include "data/fashion_mnist.h"
 #include "data/image_decode.h"
@@ -60,8 +61,9 @@ bool all_digits(const std::string& s) {
 
 // Lines "<wnid> <name>" (the name is the rest of the line); blank lines and '#' comments are skipped.
 std::map<std::string, std::string> read_class_names(const std::string& path) {
+  require_regular_file(path, "imagenet: class-name file");
   std::ifstream in(path);
-  CNN_CHECK(bool(in), "imagenet: cannot open the class-name file ", path);
+  if (!in) throw Error(str_cat("imagenet: cannot open the class-name file ", path));
   std::map<std::string, std::string> name_of;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
@@ -143,6 +145,8 @@ void ImageFolderDataset::index_class_folders(const std::string& split_dir) {
 }
 
 void ImageFolderDataset::index_flat(const std::string& split_dir, const std::string& label_file) {
+  if (const std::string kind = file_kind(label_file); !kind.empty() && kind != "missing")
+    throw Error(str_cat("imagenet: label file '", label_file, "' is ", kind, ", not a regular file"));
   std::ifstream in(label_file);
   if (!in) {
     throw Error(str_cat("imagenet: ", split_dir, " has no class folders, so it needs the label file ", label_file,

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace cnn::data {
 
@@ -44,6 +45,7 @@ size_t read_bytes(gzFile f, void* dst, size_t n, const std::string& path) {
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
+  require_regular_file(path, "fashion-mnist");  // gzopen would block on a FIFO
   GzFile f(gzopen(path.c_str(), "rb"));
   if (!f) fail(path, str_cat("cannot open (", std::strerror(errno), ")"));
   uint8_t magic[4];

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "data/opencv.h"
 
 namespace cnn::data {
@@ -67,13 +68,16 @@ JpegHeader read_jpeg_header(const std::vector<uint8_t>& bytes, const std::string
                           &hd.height, &hd.subsamp, &hd.colorspace) != 0) {
     fail(name, str_cat("bad JPEG header (", take_decompressor_error(), ")"));
   }
-  if (hd.width <= 0 || hd.height <= 0) fail(name, str_cat("JPEG size ", hd.width, "x", hd.height));
+  // libjpeg reports a stream that ends before its frame header as an empty image, not as an error.
+  if (hd.width <= 0 || hd.height <= 0)
+    fail(name, str_cat("truncated JPEG: the file's ", bytes.size(), " bytes end before the frame header"));
   return hd;
 }
 
 // libjpeg recovers from a truncated stream by padding it with gray and only warns; a training set must not learn
 // from such half-gray images, so truncation warnings are errors. Other warnings (e.g. extraneous bytes before a
-// marker, which some ImageNet files have) leave a correct image and are accepted.
+// marker, which some ImageNet files have) leave a correct image and are accepted. A baseline file that lacks only
+// its end-of-image marker is decoded with one appended (see with_end_marker), so it decodes without a warning.
 void check_tj_result(int rc, const std::string& name) {
   if (rc == 0) return;
   const bool fatal = tjGetErrorCode(decompressor()) == TJERR_FATAL;
@@ -105,10 +109,75 @@ cv::Mat cmyk_to_rgb(const cv::Mat& cmyk) {
   return rgb;
 }
 
-cv::Mat decode_jpeg(const std::vector<uint8_t>& bytes, int channels, ScaleFactor scale, const std::string& name) {
+// The decoded image is allocated from the header's size: a header that claims more than the limit is refused before.
+void check_pixel_count(int64_t width, int64_t height, const std::string& name) {
+  if (width * height > kMaxImagePixels)
+    fail(name, str_cat("JPEG size ", width, "x", height, " exceeds the ", kMaxImagePixels, "-pixel limit"));
+}
+
+// True when the frame header (SOF) before the first scan is progressive (SOF2, SOF6, SOF10, SOF14).
+bool is_progressive_jpeg(const std::vector<uint8_t>& b) {
+  size_t at = 2;  // after SOI
+  while (at + 4 <= b.size() && b[at] == 0xFF) {
+    const uint8_t marker = b[at + 1];
+    if (marker == 0xDA) return false;  // SOS: no progressive frame header before the scan
+    if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return true;
+    at += 2 + (size_t(b[at + 2]) << 8 | b[at + 3]);
+  }
+  return false;
+}
+
+// libjpeg decodes a scan whose data is cut short by a foreign marker (a second SOF, an SOI) as gray padding without
+// a warning, so the markers are walked first: each scan's entropy-coded data must be non-empty and end at EOI, a
+// restart, a table, a comment or the next scan. Data running to the end of the file is left to the decoder.
+void check_scan_markers(const std::vector<uint8_t>& b, const std::string& name) {
+  size_t at = 2;  // after SOI
+  while (at + 4 <= b.size() && b[at] == 0xFF) {
+    const uint8_t marker = b[at + 1];
+    if (marker == 0xD9) return;
+    at += 2 + (size_t(b[at + 2]) << 8 | b[at + 3]);
+    if (marker != 0xDA) continue;
+    const size_t start = at;
+    while (at + 1 < b.size()) {
+      if (b[at] == 0xFF && b[at + 1] == 0xFF) {
+        ++at;  // fill byte before a marker
+        continue;
+      }
+      if (b[at] == 0xFF && b[at + 1] != 0x00 && (b[at + 1] < 0xD0 || b[at + 1] > 0xD7)) break;
+      ++at;
+    }
+    if (at + 1 >= b.size()) return;
+    const uint8_t next = b[at + 1];
+    const bool allowed = next == 0xD9 || next == 0xDA || next == 0xC4 || next == 0xDB || next == 0xDD ||
+                         next == 0xFE || (next >= 0xE0 && next <= 0xEF);
+    if (at == start || !allowed)
+      fail(name, str_cat("corrupt JPEG data (marker 0x", std::hex, int(next), std::dec, " after ", at - start,
+                         " bytes of scan data)"));
+  }
+}
+
+// A baseline JPEG whose data ends without the end-of-image marker (FF D9) gets one appended: complete scan data
+// then decodes cleanly, and truncated scan data still warns (the decoder meets the marker while it needs bits).
+// A progressive file is left as it is: one cut between scans would decode to a blurred image without a warning.
+const std::vector<uint8_t>& with_end_marker(const std::vector<uint8_t>& bytes, std::vector<uint8_t>& storage) {
+  const size_t n = bytes.size();
+  if (n >= 2 && bytes[n - 2] == 0xFF && bytes[n - 1] == 0xD9) return bytes;
+  if (is_progressive_jpeg(bytes)) return bytes;
+  storage.reserve(n + 2);
+  storage.assign(bytes.begin(), bytes.end());
+  storage.push_back(0xFF);
+  storage.push_back(0xD9);
+  return storage;
+}
+
+cv::Mat decode_jpeg(const std::vector<uint8_t>& file_bytes, int channels, ScaleFactor scale, const std::string& name) {
+  std::vector<uint8_t> storage;
+  const std::vector<uint8_t>& bytes = with_end_marker(file_bytes, storage);
   CNN_CHECK(is_supported_scale(scale), "decode: ", name, ": ", scale.num, "/", scale.denom,
             " is not a TurboJPEG scaling factor");
-  const JpegHeader hd = read_jpeg_header(bytes, name);
+  const JpegHeader hd = read_jpeg_header(file_bytes, name);
+  check_pixel_count(hd.width, hd.height, name);
+  check_scan_markers(file_bytes, name);
   const int w = scaled_dim(hd.width, scale), h = scaled_dim(hd.height, scale);
   const auto size = static_cast<unsigned long>(bytes.size());
   if (hd.colorspace == TJCS_CMYK || hd.colorspace == TJCS_YCCK) {
@@ -135,6 +204,10 @@ cv::Mat decode_png(const std::vector<uint8_t>& bytes, int channels, const std::s
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
     fail(name, str_cat("corrupt PNG data (", image.message, ")"));
+  if (int64_t(image.width) * int64_t(image.height) > kMaxImagePixels) {
+    png_image_free(&image);
+    fail(name, str_cat("PNG size ", image.width, "x", image.height, " exceeds the ", kMaxImagePixels, "-pixel limit"));
+  }
   image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   cv::Mat out(int(image.height), int(image.width), channels == 3 ? CV_8UC3 : CV_8UC1);
   if (!png_image_finish_read(&image, nullptr, out.data, static_cast<png_int_32>(out.step), nullptr)) {
@@ -209,29 +282,7 @@ cv::Mat decode_image(const std::vector<uint8_t>& bytes, int channels, ScaleFacto
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(str_cat("read: ", path, ": cannot open (", std::strerror(errno), ")"));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw Error(str_cat("read: ", path, ": cannot stat (", std::strerror(err), ")"));
-  }
-  std::vector<uint8_t> out(size_t(st.st_size));
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      const int err = errno;
-      ::close(fd);
-      throw Error(str_cat("read: ", path, ": read failed after ", got, " of ", out.size(), " bytes (",
-                          r == 0 ? "unexpected end of file" : std::strerror(err), ")"));
-    }
-    got += size_t(r);
-  }
-  ::close(fd);
-  return out;
+  return read_regular_file(path, "read", kMaxImageFileBytes);
 }
 
 std::vector<uint8_t> encode_jpeg(const cv::Mat& pixels, JpegPixels kind, int quality) {

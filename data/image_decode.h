@@ -32,11 +32,16 @@ int scaled_dim(int dim, ScaleFactor s);
 // min_w x min_h pixels (region * num / denom >= min, exactly); 1/1 when no smaller factor qualifies.
 ScaleFactor choose_jpeg_scale(int region_w, int region_h, int min_w, int min_h);
 
+// Largest image decode_image allocates (width x height): 2^28 pixels, 768 MiB as RGB.
+constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
+
 // Decodes to `channels` (3: RGB, 1: gray) 8-bit channels. JPEGs decode at `scale` (see scaled_dim); other formats
 // ignore it. Truncated or corrupt data throws cnn::Error "decode: <name>: <problem>".
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, int channels, ScaleFactor scale, const std::string& name);
 
-// Reads a whole file; errors name the path and the OS reason.
+// Reads a whole image file (regular files only: a FIFO or device is refused by type, never opened for a blocking
+// read; at most kMaxImageFileBytes); errors name the path and the reason.
+constexpr uint64_t kMaxImageFileBytes = 256ull << 20;
 std::vector<uint8_t> read_file(const std::string& path);
 
 enum class JpegPixels { rgb, gray, cmyk };

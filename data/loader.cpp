@@ -2,9 +2,12 @@
 // replacement and the bad-data budget.
 #include "data/loader.h"
 
+#include <algorithm>
 #include <iostream>
+#include <new>
 
 #include "core/error.h"
+#include "core/error_text.h"
 #include "data/sampler.h"
 #include "data/opencv.h"
 
@@ -253,6 +256,8 @@ void DataLoader::load_sample(int64_t index, uint64_t epoch, void* dst, int64_t* 
       reason = e.what();
     } catch (const cv::Exception& e) {
       reason = str_cat(ds.sample_name(i), ": OpenCV: ", e.what());
+    } catch (const std::bad_alloc&) {
+      reason = str_cat(ds.sample_name(i), ": out of memory while decoding");
     }
     record_bad(i, reason);
   }
@@ -265,19 +270,25 @@ bool DataLoader::is_known_bad(int64_t index) const {
 }
 
 void DataLoader::record_bad(int64_t index, const std::string& reason) {
-  int64_t count = 0;
-  {
-    std::lock_guard<std::mutex> lock(bad_mu_);
-    if (!bad_.insert(index).second) return;
-    count = int64_t(bad_.size());
-  }
   const std::string name = dataset_->sample_name(index);
-  std::cerr << "data: skipping bad sample " << index << " (" << name << "): " << reason << "\n";
   const int64_t n = dataset_->size();
-  if (double(count) > config_.max_bad_fraction * double(n)) {
-    throw Error(str_cat("data loader: ", count, " of ", n, " samples are bad, more than max_bad_fraction ",
-                        config_.max_bad_fraction, " allows; the last one: ", name, ": ", reason));
+  const int64_t allowed = bad_samples_allowed(config_.max_bad_fraction, n);
+  // The count, the line and the decision are made together, so the error names the sample that crossed the budget.
+  std::lock_guard<std::mutex> lock(bad_mu_);
+  if (!bad_.insert(index).second) return;
+  const int64_t count = int64_t(bad_.size());
+  std::cerr << "data: skipping bad sample " << index << " (" << name << "): " << user_message(reason) << "\n";
+  if (count > allowed) {
+    throw Error(str_cat("data loader: ", count, " of ", n, " samples are bad, more than the ", allowed,
+                        " that max_bad_fraction ", config_.max_bad_fraction, " allows; sample ", index, " (", name,
+                        ") crossed it: ", reason));
   }
+}
+
+int64_t bad_samples_allowed(double max_bad_fraction, int64_t size) {
+  if (max_bad_fraction <= 0) return 0;
+  // At least one: a small data set (under 1 / max_bad_fraction samples) still survives a single bad file.
+  return std::max<int64_t>(1, int64_t(max_bad_fraction * double(size)));
 }
 
 }  // namespace cnn::data

@@ -36,9 +36,13 @@ struct LoaderConfig {
   TransformConfig transform;  // channels and empty mean/std are filled from the data set
   DType dtype = DType::f32;   // f32 or f16 images
   Device device = Device::cpu();
-  // Stop with an error once more than this fraction of the data set's samples turned out bad.
+  // Stop with an error once more than this fraction of the data set's samples turned out bad (at least one bad
+  // sample is always allowed when the fraction is > 0: bad_samples_allowed).
   double max_bad_fraction = 0.01;
 };
+
+// Bad samples a loader skips before it stops: floor(max_bad_fraction * size), at least 1 when the fraction is > 0.
+int64_t bad_samples_allowed(double max_bad_fraction, int64_t size);
 
 struct Batch {
   Tensor images;                 // (B, S, S, C) f32 or f16 on the loader's device

@@ -44,6 +44,11 @@ void Accuracy::add(const Tensor& logits, const Tensor& labels) {
   for (size_t r = 0; r < y.size(); ++r) {
     const float* row = host.data<float>() + int64_t(r) * classes;
     CNN_CHECK(y[r] >= 0 && y[r] < classes, "Accuracy: label ", y[r], " outside the model's ", classes, " classes");
+    // A NaN compares false against everything, so a non-finite row would rank its label first: refused instead.
+    for (int64_t k = 0; k < classes; ++k)
+      if (!std::isfinite(row[k]))
+        throw Error(str_cat("the model's logits are not finite (", row[k], " for image ", images + int64_t(r),
+                            "); a diverged model or an FP16 overflow is not scored"));
     // The label's rank is the number of logits strictly above it.
     int64_t above = 0;
     for (int64_t k = 0; k < classes; ++k) above += row[k] > row[y[r]] ? 1 : 0;

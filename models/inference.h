@@ -20,7 +20,7 @@ std::vector<int64_t> top_k(const float* row, int64_t classes, int64_t k);
 // Softmax of one row in double precision (stable: max subtracted).
 std::vector<double> softmax(const float* row, int64_t classes);
 
-// Running loss / top-1 / top-5 over batches of (logits, labels).
+// Running loss / top-1 / top-5 over batches of (logits, labels); a non-finite logit is an error, never scored.
 struct Accuracy {
   int64_t images = 0, top1 = 0, top5 = 0;
   double loss_sum = 0;  // sum of per-image cross-entropy

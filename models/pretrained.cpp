@@ -1,11 +1,15 @@
 // Reference checkpoint names -> module paths, the fine-tuning classifier swap and checkpoint-shaped model builds.
 #include "models/pretrained.h"
 
+#include <algorithm>
 #include <variant>
 
+#include "core/device_memory.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
+#include "models/resource_estimate.h"
 
 namespace cnn {
 
@@ -37,6 +41,22 @@ const Tensor* classifier_weight(const std::map<std::string, Tensor>& tensors) {
     if (it != tensors.end() && it->second.dim() == 2) return &it->second;
   }
   return nullptr;
+}
+
+// A NaN or Inf weight would be trained on or scored (a NaN row of logits ranks its label first): refused by name.
+void require_finite_tensors(const std::map<std::string, Tensor>& tensors, const std::string& path) {
+  for (const auto& [name, t] : tensors) require_finite(t, str_cat("'", path, "': '", name, "'"));
+}
+
+// The model is built in FP32 on the CPU before the checkpoint is matched against it: a config too large for the
+// host's memory is refused by its estimate (naming the key), not by an allocator failure inside a layer.
+void require_weights_fit(const ModelConfig& config, const std::string& file) {
+  const ResourceEstimate e = estimate_resources(config, std::max<int64_t>(model_common(config).input_size, 1));
+  const double need = 4.0 * e.parameters;
+  const uint64_t have = device_memory_bytes(Device::cpu());
+  if (have > 0 && need > double(have))
+    throw Error(str_cat(file, ": ", e.largest_key, ": the model's FP32 weights need an estimated ", format_bytes(need),
+                        ", more than the ", format_bytes(double(have)), " of cpu"));
 }
 
 }  // namespace
@@ -79,6 +99,7 @@ PretrainedLoad load_pretrained(Model& model, const std::string& path) {
     }
   }
   import_state_dict(model, tensors, str_cat("'", path, "' (for ", model.common().family, " '", model.common().name, "')"));
+  require_finite_tensors(tensors, path);
   return result;
 }
 
@@ -93,12 +114,15 @@ ModelConfig config_for_checkpoint(ModelConfig config, const std::map<std::string
 
 std::shared_ptr<Model> load_model_checkpoint(const std::string& name_or_path, const std::string& path,
                                              const BuildOptions& options) {
-  ModelConfig config = load_model_config(resolve_model_config(name_or_path));
+  const std::string file = resolve_model_config(name_or_path);
+  ModelConfig config = load_model_config(file, "--model");
   std::map<std::string, Tensor> tensors = map_reference_names(load_safetensors(path).tensors);
   config = config_for_checkpoint(std::move(config), tensors);
+  require_weights_fit(config, file);
   std::shared_ptr<Model> model = build_model(config, options);
   import_state_dict(*model, tensors,
                     str_cat("'", path, "' (for ", model_common(config).family, " '", model_common(config).name, "')"));
+  require_finite_tensors(tensors, path);
   model->eval();
   return model;
 }

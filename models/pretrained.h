@@ -32,14 +32,16 @@ struct PretrainedLoad {
 
 // Fine-tuning start (timm --initial-checkpoint): loads `path` into `model`, strictly (every name present, every
 // shape equal; one error names each offending tensor with both shapes) except that a classifier with another
-// class count than the model's is dropped and the model's initialised classifier kept.
+// class count than the model's is dropped and the model's initialised classifier kept. A non-finite value in any
+// tensor loaded is refused, naming the tensor.
 PretrainedLoad load_pretrained(Model& model, const std::string& path);
 
 // The model config for a checkpoint's tensors: num_classes from its classifier, and for RepLKNet / SLaK
 // small_kernel_merged when it holds deploy kernels ("...large_kernel.lkb_reparam.weight").
 ModelConfig config_for_checkpoint(ModelConfig config, const std::map<std::string, Tensor>& tensors);
 
-// Builds model `name_or_path` (configs/models) in the form `path` holds and loads it strictly (eval mode, CPU).
+// Builds model `name_or_path` (configs/models) in the form `path` holds and loads it strictly (eval mode, CPU); a
+// non-finite value in any tensor is refused, naming the tensor.
 std::shared_ptr<Model> load_model_checkpoint(const std::string& name_or_path, const std::string& path,
                                              const BuildOptions& options = {});
 

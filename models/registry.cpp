@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "models/resource_estimate.h"
 #include "models/yaml_struct.h"
 
 namespace cnn {
@@ -57,6 +58,13 @@ ModelConfig parse_root(const YAML::Node& root, const std::string& file, const st
   r.required("input_size", common.input_size, ys::int_at_least(1));
   ModelConfig config = family_named(common.family).parse(r, common);
   r.finish();
+  const ResourceEstimate e = estimate_resources(config, common.input_size);
+  if (e.blocks > kMaxDropPathBlocks)
+    r.fail("stages", str_cat("expected at most ", kMaxDropPathBlocks,
+                             " blocks in all (stochastic depth numbers them in 12 bits), got ", e.blocks));
+  if (common.input_size < e.downsampling)
+    r.fail("input_size", str_cat("expected >= ", e.downsampling, " (the model downsamples its input ", e.downsampling,
+                                 "x), got ", common.input_size));
   return config;
 }
 
@@ -68,8 +76,8 @@ std::vector<std::string> model_families() {
   return out;
 }
 
-ModelConfig load_model_config(const std::string& path) {
-  return parse_root(ys::load_file(path), path, fs::path(path).stem().string());
+ModelConfig load_model_config(const std::string& path, const std::string& what) {
+  return parse_root(ys::load_file(path, what), path, fs::path(path).stem().string());
 }
 
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name) {
@@ -84,10 +92,37 @@ ModelCommon& model_common(ModelConfig& config) {
   return std::visit([](auto& c) -> ModelCommon& { return c.common; }, config);
 }
 
+namespace {
+
+// Where model names are looked up, in order: the environment, the working folder, then the folders compiled in
+// (the installed data folder, then the source tree the binary was built from).
+std::vector<std::string> model_config_candidates() {
+  std::vector<std::string> out;
+  if (const char* d = std::getenv("CNN_MODEL_CONFIG_DIR"); d && *d) out.push_back(d);
+  if (const char* s = std::getenv("CNN_SOURCE_DIR"); s && *s) out.push_back((fs::path(s) / "configs" / "models").string());
+  out.push_back((fs::path("configs") / "models").string());
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);  // <prefix>/bin/cnn-train when installed
+  if (!ec) out.push_back((exe.parent_path().parent_path() / "share" / "cnn" / "configs" / "models").string());
+#ifdef CNN_INSTALL_CONFIG_DIR
+  out.push_back((fs::path(CNN_INSTALL_CONFIG_DIR) / "models").string());
+#endif
+#ifdef CNN_SOURCE_CONFIG_DIR
+  out.push_back((fs::path(CNN_SOURCE_CONFIG_DIR) / "models").string());
+#endif
+  return out;
+}
+
+}  // namespace
+
 std::string model_config_dir() {
+  const std::vector<std::string> candidates = model_config_candidates();
+  // An explicit CNN_MODEL_CONFIG_DIR is used even when it does not exist, so the error names it.
   if (const char* d = std::getenv("CNN_MODEL_CONFIG_DIR"); d && *d) return d;
-  if (const char* s = std::getenv("CNN_SOURCE_DIR"); s && *s) return (fs::path(s) / "configs" / "models").string();
-  return (fs::path("configs") / "models").string();
+  std::error_code ec;
+  for (const std::string& c : candidates)
+    if (fs::is_directory(c, ec)) return c;
+  return candidates.front();
 }
 
 std::vector<std::string> model_names(const std::string& dir) {
@@ -95,8 +130,8 @@ std::vector<std::string> model_names(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(d, ec))
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem());
-  CNN_CHECK(!ec, "model_names: cannot list '", d, "': ", ec.message());
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".yaml") names.push_back(entry.path().stem());
+  if (ec) throw Error(str_cat("model configs: cannot list '", d, "': ", ec.message()));
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -107,13 +142,14 @@ std::string resolve_model_config(const std::string& name_or_path, const std::str
     return name_or_path;
   const std::string d = dir.empty() ? model_config_dir() : dir;
   const fs::path file = fs::path(d) / (name_or_path + ".yaml");
-  if (fs::is_regular_file(file)) return file.string();
-  std::string known;
   std::error_code ec;
+  if (fs::exists(file, ec)) return file.string();  // a FIFO or folder of that name is refused when it is read
+  std::string known;
   if (fs::is_directory(d, ec))
     for (const std::string& n : model_names(d)) known += (known.empty() ? "" : ", ") + n;
-  throw Error(str_cat("unknown model '", name_or_path, "' (no ", file.string(),
-                      "; known: ", known.empty() ? "none" : known, ")"));
+  throw Error(str_cat("unknown model '", name_or_path, "' (no ", file.string(), "; known: ",
+                      known.empty() ? "none" : known,
+                      "; set CNN_MODEL_CONFIG_DIR to a folder of model YAMLs, or give a path to one)"));
 }
 
 std::shared_ptr<Model> build_model(const ModelConfig& config, const BuildOptions& options) {

@@ -21,14 +21,15 @@ using ModelConfig = std::variant<ConvNeXtConfig, ConvMixerConfig, RepLKNetConfig
 std::vector<std::string> model_families();
 
 // Parses one config file strictly (models/yaml_struct.h errors); common.name = the file's stem.
-ModelConfig load_model_config(const std::string& path);
+ModelConfig load_model_config(const std::string& path, const std::string& what = "model config");
 // Same from YAML text; `name` is the config name and the file name in messages.
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name);
 const ModelCommon& model_common(const ModelConfig& config);
 ModelCommon& model_common(ModelConfig& config);
 
-// The model config directory: $CNN_MODEL_CONFIG_DIR, else $CNN_SOURCE_DIR/configs/models, else ./configs/models
-// (the first that is set / exists).
+// The model config directory: $CNN_MODEL_CONFIG_DIR when set, else the first folder that exists of
+// $CNN_SOURCE_DIR/configs/models, ./configs/models, <binary>/../share/cnn/configs/models (an installed tree),
+// <install prefix>/share/cnn/configs/models and <source tree>/configs/models (both compiled in).
 std::string model_config_dir();
 // Sorted config names (YAML stems) in a directory (default: model_config_dir()).
 std::vector<std::string> model_names(const std::string& dir = "");

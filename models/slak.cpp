@@ -29,6 +29,10 @@ SLaKConfig parse_slak_config(ys::MapReader& r, const ModelCommon& common) {
                                             s.required("kernel_size", st.kernel_size, ys::odd_int_at_least(1));
                                           });
   for (size_t i = 0; i < c.stages.size(); ++i)
+    if (c.small_kernel > c.stages[i].kernel_size)
+      r.fail("small_kernel", str_cat("expected <= every stage's kernel_size, got ", c.small_kernel, " > stages[", i,
+                                     "].kernel_size = ", c.stages[i].kernel_size));
+  for (size_t i = 0; i < c.stages.size(); ++i)
     if (c.width(i) < 1)
       r.fail("width_factor", str_cat("expected int(stages[", i, "].dim * width_factor) >= 1, got ", c.width(i)));
   return c;

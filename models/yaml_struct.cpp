@@ -4,12 +4,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <utility>
 
 #include "core/error.h"
+#include "core/error_text.h"
+#include "core/file_io.h"
 
 namespace cnn::yaml_struct {
 
@@ -20,8 +20,18 @@ std::string position(const YAML::Mark& m) {
   return str_cat(m.line + 1, ":", m.column + 1);
 }
 
-// A plain (unquoted) scalar: yaml-cpp tags those "?", quoted ones "!".
-bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+constexpr const char* kStrTag = "tag:yaml.org,2002:str";
+
+// A plain (unquoted, untagged) scalar: yaml-cpp tags those "?", quoted ones "!", `!!str x` with kStrTag; a node
+// built in code (a command-line value) has no tag.
+bool is_plain_scalar(const YAML::Node& node) {
+  return node.IsScalar() && (node.Tag() == "?" || node.Tag().empty());
+}
+
+// A path for messages: deep ones (an alias cycle repeats [0] sixty times) keep their start.
+std::string short_path(const std::string& path) {
+  return path.size() <= 48 ? path : path.substr(0, 48) + "...";
+}
 
 std::string join(const std::set<std::string>& names) {
   std::string out;
@@ -29,34 +39,64 @@ std::string join(const std::set<std::string>& names) {
   return out;
 }
 
-// Walks every map in the tree and rejects a key that appears twice in one map (yaml-cpp keeps both silently).
-void check_duplicates(const YAML::Node& node, const std::string& file, const std::string& path) {
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) check_duplicates(node[i], file, str_cat(path, "[", i, "]"));
-    return;
+// One bounded walk over the tree: counts every node it visits (an alias once per reference, so an alias bomb counts
+// as its expansion and an alias cycle as unbounded depth), refuses tags other than !!str, and rejects a key that
+// appears twice in one map (yaml-cpp keeps both silently).
+class TreeCheck {
+ public:
+  explicit TreeCheck(const std::string& file) : file_(file) {}
+
+  void walk(const YAML::Node& node, const std::string& path, int depth) {
+    const std::string at = path.empty() ? "document" : short_path(path);
+    if (depth > kMaxDepth)
+      throw Error(str_cat(where(file_, node), at, ": nested deeper than ", kMaxDepth, " levels (an alias cycle?)"));
+    if (++nodes_ > kMaxNodes)
+      throw Error(str_cat(where(file_, node), at, ": more than ", kMaxNodes,
+                          " YAML nodes (aliases count as their expansion)"));
+    const std::string& tag = node.Tag();
+    if (tag != "?" && tag != "!" && tag != "" && !(tag == kStrTag && node.IsScalar()))
+      throw Error(str_cat(where(file_, node), at, ": YAML tag '", tag, "' is not supported (only !!str on a scalar)"));
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) walk(node[i], str_cat(path, "[", i, "]"), depth + 1);
+      return;
+    }
+    if (!node.IsMap()) return;
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      walk(it->first, path, depth + 1);
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : describe(it->first);
+      const std::string shown = printable(key);
+      const std::string key_path = path.empty() ? shown : path + "." + shown;
+      auto [pos, fresh] = seen.emplace(key, it->first.Mark());
+      if (!fresh)
+        throw Error(
+            str_cat(where(file_, it->first), key_path, ": duplicate key (first at line ", position(pos->second), ")"));
+      walk(it->second, key_path, depth + 1);
+    }
   }
-  if (!node.IsMap()) return;
-  std::map<std::string, YAML::Mark> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.IsScalar() ? it->first.Scalar() : describe(it->first);
-    const std::string key_path = path.empty() ? key : path + "." + key;
-    auto [pos, fresh] = seen.emplace(key, it->first.Mark());
-    if (!fresh)
-      throw Error(
-          str_cat(where(file, it->first), key_path, ": duplicate key (first at line ", position(pos->second), ")"));
-    check_duplicates(it->second, file, key_path);
-  }
+
+ private:
+  const std::string& file_;
+  int64_t nodes_ = 0;
+};
+
+void check_tree(const YAML::Node& node, const std::string& file, const std::string& path) {
+  TreeCheck(file).walk(node, path, 0);
 }
 
 YAML::Node parse(const std::string& text, const std::string& name) {
-  YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw Error(str_cat(name, ":", position(e.mark), ": YAML syntax error: ", e.msg));
   }
+  if (docs.size() > 1)
+    throw Error(str_cat(where(name, docs[1]), "a second YAML document (after '---'): expected one document, got ",
+                        docs.size()));
+  const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
   if (!root.IsMap()) throw Error(str_cat(name, ": expected a YAML map at the top level, got ", describe(root)));
-  check_duplicates(root, name, "");
+  check_tree(root, name, "");
   return root;
 }
 
@@ -92,12 +132,8 @@ Rule<std::string> one_of(const std::vector<std::string>& choices) {
           }};
 }
 
-YAML::Node load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str_cat(path, ": cannot open config file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+YAML::Node load_file(const std::string& path, const std::string& what) {
+  return parse(read_regular_text(path, what, kMaxFileBytes), path);
 }
 
 YAML::Node load_string(const std::string& text, const std::string& name) { return parse(text, name); }
@@ -131,8 +167,8 @@ std::optional<double> as_number(const YAML::Node& node) {
 std::optional<bool> as_bool(const YAML::Node& node) {
   if (!is_plain_scalar(node)) return std::nullopt;
   const std::string& s = node.Scalar();
-  if (s == "true" || s == "True") return true;
-  if (s == "false" || s == "False") return false;
+  if (s == "true") return true;
+  if (s == "false") return false;
   return std::nullopt;
 }
 
@@ -150,8 +186,8 @@ std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  if (!is_plain_scalar(node)) return "the string \"" + node.Scalar() + "\"";
-  return "'" + node.Scalar() + "'";
+  if (!is_plain_scalar(node)) return str_cat("the string \"", printable(node.Scalar()), "\"");
+  return str_cat("'", printable(node.Scalar()), "'");
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
@@ -159,7 +195,7 @@ MapReader::MapReader(const YAML::Node& node, std::string file, std::string path)
   if (!node.IsMap())
     throw Error(
         str_cat(where(file_, node), path_.empty() ? "document" : path_, ": expected a map, got ", describe(node)));
-  check_duplicates(node, file_, path_);
+  check_tree(node, file_, path_);
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar())
       throw Error(str_cat(where(file_, it->first), path_.empty() ? "document" : path_, ": expected a plain key, got ",
@@ -230,7 +266,7 @@ void MapReader::fail_value(const YAML::Node& node, const std::string& path, cons
 void MapReader::finish() const {
   for (const Entry& e : entries_) {
     if (used_.count(e.key)) continue;
-    throw Error(str_cat(where(file_, e.key_node), child(e.key), ": unknown key (known: ", join(known_), ")"));
+    throw Error(str_cat(where(file_, e.key_node), child(printable(e.key)), ": unknown key (known: ", join(known_), ")"));
   }
 }
 

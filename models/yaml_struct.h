@@ -40,13 +40,21 @@ struct Length {
   static Length at_least(size_t n) { return {n, SIZE_MAX}; }
 };
 
-// Parses a YAML file (syntax errors become `file:line:col: YAML syntax error: ...`) and rejects duplicate keys
-// anywhere in it. `name` is how the file is named in every later message (usually the path as given).
-YAML::Node load_file(const std::string& path);
+// Bounds of one YAML file: its size, the nodes visited (an alias counted at every reference, i.e. as its expansion)
+// and the nesting depth (an alias cycle exceeds it).
+constexpr uint64_t kMaxFileBytes = 4u << 20;
+constexpr int64_t kMaxNodes = 100000;
+constexpr int kMaxDepth = 64;
+
+// Parses a YAML file of one document (syntax errors become `file:line:col: YAML syntax error: ...`) and rejects
+// duplicate keys, tags other than !!str (honoured: the scalar is a string) and trees beyond the bounds above.
+// `path` names the file in every later message; `what` prefixes the errors of opening it (a flag such as --model):
+// only regular files are read (a folder or FIFO is refused by type).
+YAML::Node load_file(const std::string& path, const std::string& what = "config file");
 YAML::Node load_string(const std::string& text, const std::string& name);
 
 // The scalar conversions, strict: integers are plain decimal (no quotes, no fraction), numbers are plain decimal
-// or exponent notation, booleans are true/false. Each returns nullopt when the node is not such a value.
+// or exponent notation, booleans are true/false (lowercase); a quoted or !!str scalar is a string only. Each returns nullopt when the node is not such a value.
 std::optional<int64_t> as_int(const YAML::Node& node);
 std::optional<double> as_number(const YAML::Node& node);
 std::optional<bool> as_bool(const YAML::Node& node);

@@ -9,6 +9,7 @@ packages=(
   libturbojpeg0-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
   gnuplot-nox  # roofline plots: teach/dwconv/plot_roofline.py
   dataset-fashion-mnist
+  python3  # the fuzz corpus (tests/fuzz) and the perf-table checks (tests/bench)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,15 +3,16 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnn-compare/grad_probe.h"
 #include "apps/cnn-train/plan.h"
+#include "apps/cnn-train/resume_check.h"
 #include "apps/cnn-train/run_curves.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace cnn::compare {
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr const char* kSpecFormat = "cnn-compare-1";
 constexpr const char* kSpecFile = "compare.json";
+constexpr uint64_t kMaxSpecBytes = 4u << 20;  // the spec holds one recipe (itself a YAML of at most 4 MiB)
 
 bool arm_finished(const std::string& dir) {
   const std::string metrics = (fs::path(dir) / "metrics.jsonl").string();
@@ -59,9 +61,9 @@ void save_spec(const std::string& dir, const ComparisonSpec& s) {
 
 ComparisonSpec load_spec(const std::string& dir) {
   const std::string path = (fs::path(dir) / kSpecFile).string();
-  std::ifstream in(path);
-  if (!in) throw Error(str_cat(path, ": cannot open (not a cnn-compare folder?)"));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (file_kind(path) == "missing") throw Error(str_cat(path, ": cannot open (not a cnn-compare folder?)"));
+  const nlohmann::json j =
+      nlohmann::json::parse(read_regular_text(path, "comparison spec", kMaxSpecBytes), nullptr, false);
   auto bad = [&](const char* what) { return Error(str_cat(path, ": ", what)); };
   if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
   if (j.value("format", "") != kSpecFormat) throw bad("expected format 'cnn-compare-1'");
@@ -100,8 +102,14 @@ void run_arms(const std::string& dir, const ComparisonSpec& spec, int64_t stop_a
                         : "FP32",
                 emulate ? ", FP16 backward-filter emulated on the CPU with loss scaling" : "");
     std::fflush(stdout);
+    train::Plan plan = train::make_plan(c);
+    // The arm continues the checkpoint's trajectory: its resolved config must be the one the checkpoint holds (the
+    // rule table of resume_check.h; nothing is changeable here, as --resume takes no recipe flags).
+    if (!checkpoint.empty())
+      train::verify_resume_config(train::stored_config(checkpoint + "/state.safetensors"), plan.config, plan.config,
+                                  {}, {checkpoint, (fs::path(dir) / kSpecFile).string(), false});
     GradProbe probe(arm, emulate, spec.probe_interval);
-    train::Trainer trainer(train::make_plan(c), train::TrainerOptions{&probe, emulate});
+    train::Trainer trainer(std::move(plan), train::TrainerOptions{&probe, emulate});
     trainer.train(run_dir, checkpoint);
   }
 }

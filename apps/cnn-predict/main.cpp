@@ -4,7 +4,7 @@
 // command-line syntax, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,8 +12,11 @@
 #include "core/autograd.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/finite_check.h"
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
+#include "data/image_decode.h"
 #include "data/imagenet_classes.h"
 #include "data/transforms.h"
 #include "models/inference.h"
@@ -22,6 +25,8 @@
 namespace {
 
 using cnn::str_cat;
+
+constexpr uint64_t kMaxNamesBytes = 16u << 20;  // a --class-names file: one name per line
 
 struct Options {
   std::string model, checkpoint, device = "cpu", class_names;
@@ -32,8 +37,7 @@ struct Options {
 };
 
 std::vector<std::string> read_names(const std::string& path, int classes) {
-  std::ifstream in(path);
-  if (!in) throw cnn::Error(str_cat("--class-names: cannot open '", path, "'"));
+  std::istringstream in(cnn::read_regular_text(path, "--class-names", kMaxNamesBytes));
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) names.push_back(line);
   if (int(names.size()) != classes)
@@ -58,9 +62,7 @@ std::vector<std::string> class_names(const Options& o, const cnn::ModelCommon& m
 
 // One image through the evaluation transform: (1, S, S, C) f32.
 cnn::Tensor load_image(const std::string& path, const cnn::data::TransformConfig& t) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw cnn::Error(str_cat(path, ": cannot open the image"));
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = cnn::read_regular_file(path, "image", cnn::data::kMaxImageFileBytes);
   cnn::Tensor x = cnn::Tensor::empty({1, t.image_size, t.image_size, t.channels}, cnn::DType::f32);
   cnn::data::transform_encoded(bytes, path, t, cnn::data::SampleRng(0, 0, 0), cnn::DType::f32, x.data_ptr());
   return x;
@@ -92,6 +94,7 @@ int run(const Options& o) {
   for (const std::string& path : o.images) {
     const cnn::Tensor x = load_image(path, t).to(o.amp ? cnn::DType::f16 : cnn::DType::f32).to(device);
     const cnn::Tensor logits = model->forward(ctx, x).to(cnn::Device::cpu()).to(cnn::DType::f32).contiguous();
+    cnn::require_finite(logits, str_cat(path, ": the model's logits"));  // a NaN would rank first
     const float* row = logits.data<float>();
     const std::vector<double> p = cnn::softmax(row, m.num_classes);
     std::printf("%s\n", path.c_str());

@@ -1,5 +1,7 @@
 // The shared main() of the command-line tools (cnn-train, cnn-compare, cnn-plot): CLI11 parsing, then the tool's body;
 // every error is one line "<name>: error: ..." on stderr, exit status 2 for command-line syntax, 1 for the rest.
+// The error text is for users (core/error_text.h): the file of a filesystem error, "out of memory" with a hint, and
+// source places of failed checks only under --debug (added here to every tool) or CNN_DEBUG=1.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -3,10 +3,12 @@
 // one line on stderr and a non-zero exit status: 2 for command-line syntax, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "apps/cnn-train/app_main.h"
 #include "apps/cnn-train/plan.h"
+#include "apps/cnn-train/resume_check.h"
 #include "apps/cnn-train/run_files.h"
 #include "apps/cnn-train/train_config.h"
 #include "apps/cnn-train/train_flags.h"
@@ -31,43 +33,40 @@ void add_flags(CLI::App& app, Cli& cli) {
   cnn::train::add_train_flags(app, cli.flags);
 }
 
-// Defaults < the resumed run's config.yaml < --config < flags.
-TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, std::string* checkpoint) {
+// Defaults < the resumed run's config.yaml < --config < flags. `explicit_keys`: keys --config or a flag set.
+TrainConfig assemble(const Cli& cli, TrainConfig* saved, std::string* run_dir, std::string* checkpoint,
+                     std::set<std::string>* explicit_keys) {
   TrainConfig c;
   if (!cli.resume.empty()) {
     *checkpoint = cnn::train::resolve_resume(cli.resume, *run_dir);
-    cnn::train::load_train_config(*run_dir + "/config.yaml", c);
+    cnn::train::load_train_config(*run_dir + "/config.yaml", c, "--resume");
     *saved = c;
   }
+  const std::set<std::string> from_run = c.given;
+  c.given.clear();
   if (!cli.config_file.empty()) cnn::train::load_train_config(cli.config_file, c);
   cnn::train::apply_train_flags(cli.flags, c);
+  *explicit_keys = c.given;
+  c.given.insert(from_run.begin(), from_run.end());
   return c;
 }
 
-// A resumed run keeps the model, the data and the batch geometry of the run it continues.
-void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::string& run_dir) {
-  if (config.synthetic) throw cnn::Error("--resume: not with --synthetic (benchmark mode)");
-  if (config.bench_data) throw cnn::Error("--resume: not with --bench-data (benchmark mode)");
-  TrainConfig a = saved, b = config;
-  const std::string name_a = cnn::model_common(cnn::train::resolve_model(a)).name;
-  const std::string name_b = cnn::model_common(cnn::train::resolve_model(b)).name;
-  if (name_a != name_b)
-    throw cnn::Error(
-        cnn::str_cat("--resume: the run in ", run_dir, " trains model '", name_a, "', got --model '", name_b, "'"));
-  for (const std::string& key : cnn::train::resume_locked_keys()) {
-    if (key == "model") continue;
-    const std::string va = cnn::train::field_text(a, key), vb = cnn::train::field_text(b, key);
-    if (va != vb)
-      throw cnn::Error(cnn::str_cat("--resume: ", cnn::train::flag_name(key), " is ", va, " in the run in ", run_dir,
-                                    ", got ", vb, " (a resumed run keeps its model, data, batch geometry and seed)"));
-  }
+// A resumed run continues the checkpoint's trajectory: the rule table of resume_check.h decides per key.
+void check_resume(const TrainConfig& saved, const TrainConfig& config, const std::set<std::string>& explicit_keys,
+                  const std::string& run_dir, const std::string& checkpoint) {
+  cnn::train::verify_resume_flags(explicit_keys);
+  const TrainConfig stored = cnn::train::stored_config(checkpoint + "/state.safetensors");
+  TrainConfig requested = config;
+  cnn::train::resolve_model(requested);
+  cnn::train::verify_resume_config(stored, saved, requested, explicit_keys, {checkpoint, run_dir + "/config.yaml"});
 }
 
 int run(const Cli& cli) {
   TrainConfig saved;
   std::string run_dir, checkpoint;
-  const TrainConfig config = assemble(cli, &saved, &run_dir, &checkpoint);
-  if (!cli.resume.empty()) check_resume(saved, config, run_dir);
+  std::set<std::string> explicit_keys;
+  const TrainConfig config = assemble(cli, &saved, &run_dir, &checkpoint, &explicit_keys);
+  if (!cli.resume.empty()) check_resume(saved, config, explicit_keys, run_dir, checkpoint);
   cnn::train::Plan plan = cnn::train::make_plan(config);
   if (plan.config.bench_data) {
     // The loader exactly as training would configure it (workers, augmentation, device batches), nothing else.

@@ -2,11 +2,14 @@
 #include "apps/cnn-train/plan.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
+#include "core/device_memory.h"
 #include "core/error.h"
 #include "data/fashion_mnist.h"
 #include "data/sampler.h"
+#include "models/resource_estimate.h"
 
 namespace cnn::train {
 
@@ -39,7 +42,8 @@ void load_datasets(Plan& p, int channels) {
     const int classes = int(c.num_classes), size = int(c.image_size);
     const int64_t val_size = std::max<int64_t>(c.synthetic_size / 4, 1);
     p.train_set = std::make_shared<data::SyntheticDataset>(c.synthetic_size, classes, size, size, channels, c.seed);
-    p.val_set = std::make_shared<data::SyntheticDataset>(val_size, classes, size, size, channels, c.seed + 1);
+    // Unsigned: --seed may be INT64_MAX, and the validation seed wraps instead of overflowing.
+    p.val_set = std::make_shared<data::SyntheticDataset>(val_size, classes, size, size, channels, uint64_t(c.seed) + 1);
     return;
   }
   const std::string dir =
@@ -85,6 +89,31 @@ data::LoaderConfig loader_config(const TrainConfig& c, const Device& device, boo
   return l;
 }
 
+// The model against the pipeline and the device: channels the decoder produces, an input the model's downsampling
+// leaves at least one pixel of, and the estimated memory of weights, optimizer state and one micro-batch.
+void check_model(const Plan& p) {
+  const TrainConfig& c = p.config;
+  const ModelCommon& m = model_common(p.model_config);
+  const std::string file = resolve_model_config(c.model);
+  if (m.in_channels != 1 && m.in_channels != 3)
+    throw Error(str_cat(file, ": in_channels: expected 1 or 3 (images decode to gray or RGB), got ", m.in_channels));
+  const ResourceEstimate e = estimate_resources(p.model_config, c.image_size);
+  const std::string size_key = c.given.count("image_size") ? "--image-size" : file + ": input_size";
+  if (c.image_size < e.downsampling)
+    throw Error(str_cat(size_key, ": expected >= ", e.downsampling, " (", m.name, " downsamples its input ",
+                        e.downsampling, "x), got ", c.image_size));
+  const double need = training_bytes(e, c.batch_size, c.amp), weights = training_bytes(e, 0, c.amp);
+  const uint64_t have = device_memory_bytes(p.device);
+  if (have > 0 && need > double(have)) {
+    char params[32];
+    std::snprintf(params, sizeof params, "%.3g", e.parameters);
+    throw Error(str_cat(file, ": ", e.largest_key, ": the model needs an estimated ", format_bytes(need), " (", params,
+                        " parameters with optimizer state: ", format_bytes(weights), "; activations at --batch-size ",
+                        c.batch_size, " and --image-size ", c.image_size, ": ", format_bytes(need - weights),
+                        "), more than the ", format_bytes(double(have)), " of ", p.device.str()));
+  }
+}
+
 void check_combinations(const TrainConfig& c, const Device& device) {
   if (c.amp && device.is_cpu())
     throw Error("--amp: mixed precision needs a CUDA device (FP16 kernels); --device resolved to cpu");
@@ -113,6 +142,8 @@ void plan_schedule(Plan& p) {
   p.batches_per_epoch = data::batch_count(p.train_set->size(), c.batch_size, true);
   p.steps_per_epoch = (p.batches_per_epoch + c.accum_steps - 1) / c.accum_steps;
   p.total_steps = p.steps_per_epoch * c.epochs;
+  if (c.warmup_epochs >= double(c.epochs))
+    throw Error(str_cat("--warmup-epochs: expected fewer than --epochs (", c.epochs, "), got ", c.warmup_epochs));
   p.warmup_steps = int64_t(std::llround(c.warmup_epochs * double(p.steps_per_epoch)));
   if (p.warmup_steps >= p.total_steps && c.warmup_epochs > 0)
     throw Error(str_cat("--warmup-epochs: expected fewer warmup steps than the run's ", p.total_steps, " steps, got ",
@@ -124,7 +155,7 @@ void plan_schedule(Plan& p) {
 ModelConfig resolve_model(TrainConfig& c) {
   if (c.model.empty())
     throw Error("--model: no model given (a name in configs/models, a YAML path, or a --config recipe)");
-  ModelConfig mc = load_model_config(resolve_model_config(c.model));
+  ModelConfig mc = load_model_config(resolve_model_config(c.model), "--model");
   ModelCommon& common = model_common(mc);
   if (c.num_classes == 0) c.num_classes = common.num_classes;
   common.num_classes = int(c.num_classes);
@@ -156,6 +187,7 @@ Plan make_plan(const TrainConfig& config) {
     c.synthetic_size = std::max<int64_t>(4, (timed + c.bench_warmup) * c.batch_size * c.accum_steps);
   }
   const int channels = model_common(p.model_config).in_channels;
+  check_model(p);
   load_datasets(p, channels);
   p.train_set = limit(p.train_set, c.train_samples, "--train-samples");
   p.val_set = limit(p.val_set, c.val_samples, "--val-samples");

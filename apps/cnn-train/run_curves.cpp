@@ -13,6 +13,7 @@
 
 #include "apps/cnn-train/run_files.h"
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace cnn::train {
 
@@ -157,8 +158,11 @@ const std::vector<double>& RunCurves::field(const std::string& key) const {
 bool RunCurves::has(const std::string& key) const { return any_finite(field(key)); }
 
 RunCurves read_run_curves(const std::string& metrics_path, const std::string& label) {
+  if (file_kind(metrics_path) == "missing")
+    throw Error(str_cat(metrics_path, ": cannot open (no metrics file: is this a cnn-train run folder?)"));
+  require_regular_file(metrics_path, "metrics");  // a FIFO would block the read
   std::ifstream in(metrics_path);
-  if (!in) throw Error(str_cat(metrics_path, ": cannot open (no metrics file: is this a cnn-train run folder?)"));
+  if (!in) throw Error(str_cat(metrics_path, ": cannot open for reading"));
   RunCurves r;
   r.label = label;
   std::vector<nlohmann::json> lines;

@@ -2,6 +2,7 @@
 #include "apps/cnn-train/run_files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace cnn::train {
 
@@ -96,7 +98,9 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::open(const std::string& path, int64_t keep_through_step) {
   path_ = path;
-  if (keep_through_step >= 0 && fs::exists(path)) {
+  std::error_code ec;
+  if (keep_through_step >= 0 && fs::exists(path, ec)) {
+    require_regular_file(path, "metrics");
     std::ifstream in(path);
     std::string line, kept;
     while (std::getline(in, line)) {
@@ -107,7 +111,10 @@ void MetricsLog::open(const std::string& path, int64_t keep_through_step) {
       } catch (const nlohmann::json::exception&) {
         break;  // a line cut by a crash ends the usable part of the file
       }
-      if (record.contains("step") && record["step"].get<int64_t>() > keep_through_step) continue;
+      if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer())
+        throw Error(str_cat(path, ": line without an integer \"step\" (", line.substr(0, 80),
+                            "); the file is written by cnn-train, restore or remove it"));
+      if (record["step"].get<int64_t>() > keep_through_step) continue;
       kept += line + "\n";
     }
     write_file_atomic(path, kept);
@@ -207,26 +214,57 @@ void CheckpointDir::prune(int64_t keep) const {
   }
 }
 
+int64_t remove_stale_temporaries(const std::string& run_dir) {
+  int64_t removed = 0;
+  for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "checkpoints"}) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const size_t at = name.rfind(".tmp.");
+      const bool old = name.size() > 4 && name.compare(name.size() - 4, 4, ".old") == 0;
+      if (at == std::string::npos && !old) continue;
+      if (!old) {
+        const std::string pid_text = name.substr(at + 5);
+        if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos)
+          continue;
+        const pid_t pid = pid_t(std::stol(pid_text));
+        // A live process (another cnn-train on this run) owns its temporaries; only the dead one's are stale.
+        if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      }
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+      if (rm) throw Error(str_cat("run folder: cannot remove stale '", it->path().string(), "': ", rm.message()));
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 std::string resolve_resume(const std::string& arg, std::string& run_dir) {
   const fs::path p(arg);
   std::error_code ec;
   if (!fs::is_directory(p, ec))
     throw Error(str_cat("--resume: '", arg, "' is not a folder (expected a run folder or a checkpoint folder)"));
   fs::path ckpt;
-  if (fs::exists(p / "state.safetensors")) {
+  if (fs::exists(p / "state.safetensors", ec)) {
     ckpt = p;
     run_dir = fs::weakly_canonical(p).parent_path().parent_path().string();  // <run>/checkpoints/<ckpt>
-  } else if (fs::exists(p / "checkpoints" / "last" / "state.safetensors")) {
+  } else if (fs::exists(p / "checkpoints" / "last" / "state.safetensors", ec)) {
     ckpt = p / "checkpoints" / "last";
     run_dir = p.string();
+  } else if (fs::is_regular_file(p / "config.yaml", ec)) {
+    throw Error(str_cat("--resume: the run in '", arg,
+                        "' has no checkpoint yet (it stopped before its first save); start it anew with: cnn-train "
+                        "--config ",
+                        (p / "config.yaml").string()));
   } else {
     throw Error(
         str_cat("--resume: '", arg, "' holds neither state.safetensors nor checkpoints/last/state.safetensors"));
   }
   for (const char* f : {"model.safetensors", "state.safetensors"})
-    if (!fs::is_regular_file(ckpt / f)) throw Error(str_cat("--resume: checkpoint '", ckpt.string(), "' has no ", f));
-  if (!fs::is_regular_file(fs::path(run_dir) / "config.yaml"))
-    throw Error(str_cat("--resume: run folder '", run_dir, "' has no config.yaml"));
+    require_regular_file((ckpt / f).string(), "--resume");
+  require_regular_file((fs::path(run_dir) / "config.yaml").string(), "--resume");
   return ckpt.string();
 }
 

@@ -60,6 +60,10 @@ class CheckpointDir {
   std::string root_;
 };
 
+// Removes what a killed process left in a run folder and its checkpoints/: `*.tmp.<pid>` files and folders of
+// processes that no longer run, and `*.old` folders of an interrupted re-save. Returns how many.
+int64_t remove_stale_temporaries(const std::string& run_dir);
+
 // What --resume DIR names: a run folder (its checkpoints/last) or one checkpoint folder. Returns the checkpoint
 // folder (with model.safetensors and state.safetensors) and sets run_dir. Missing pieces are one-line errors.
 std::string resolve_resume(const std::string& arg, std::string& run_dir);

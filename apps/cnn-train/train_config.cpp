@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/error.h"
+#include "core/error_text.h"
 #include "models/yaml_struct.h"
 
 namespace cnn::train {
@@ -81,6 +82,9 @@ const std::vector<Field>& fields() {
       field("output", "parent folder of the timestamped run folders", &C::output, ys::any_string()),
       field("stop_after", "stop after this many optimizer steps, leaving a resumable checkpoint (0: off)",
             &C::stop_after, ys::int_at_least(0), false),
+      field("max_nonfinite_steps",
+            "FP32: stop with an error after this many consecutive steps skipped for a non-finite loss or gradient norm",
+            &C::max_nonfinite_steps, ys::int_in(1, 1000000), false),
       field("initial_checkpoint", "start a new run from a safetensors state dict (timm / reference names); "
             "a classifier of another class count is re-initialised", &C::initial_checkpoint, ys::any_string(), false),
       field("synthetic", "benchmark mode: synthetic data, time --steps training steps, write nothing", &C::synthetic,
@@ -148,7 +152,9 @@ void parse_train_config(const std::string& yaml_text, const std::string& name, T
   bind_root(ys::load_string(yaml_text, name), name, config);
 }
 
-void load_train_config(const std::string& path, TrainConfig& config) { bind_root(ys::load_file(path), path, config); }
+void load_train_config(const std::string& path, TrainConfig& config, const std::string& what) {
+  bind_root(ys::load_file(path, what), path, config);
+}
 
 std::string field_text(const TrainConfig& config, const std::string& key) {
   const Field& f = field_named(key);
@@ -213,18 +219,11 @@ void set_from_flag(TrainConfig& config, const std::string& key, const std::strin
         if constexpr (std::is_same_v<T, bool>) v = ys::as_bool(node);
         if constexpr (std::is_same_v<T, std::string>) v = value;
         if (!v || (rule.ok && !rule.ok(*v)))
-          throw Error(str_cat(flag_name(key), ": expected ", rule.expected, ", got '", value, "'"));
+          throw Error(str_cat(flag_name(key), ": expected ", rule.expected, ", got '", printable(value), "'"));
         config.*member = *v;
       },
       f.member);
   config.given.insert(key);
-}
-
-const std::vector<std::string>& resume_locked_keys() {
-  static const std::vector<std::string> keys = {
-      "model",       "dataset",   "data_dir",   "train_samples", "synthetic_size", "augment", "image_size",
-      "num_classes", "drop_path", "batch_size", "accum_steps",   "seed",           "amp",     "bfc_accum"};
-  return keys;
 }
 
 }  // namespace cnn::train

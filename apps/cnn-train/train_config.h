@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string output = "runs";      // parent folder of the timestamped run folders
   // Not persisted: they control this invocation only.
   int64_t stop_after = 0;    // stop (with a resumable checkpoint) after this global step (0: off)
+  int64_t max_nonfinite_steps = 5;  // FP32: stop after this many consecutive steps with a non-finite loss/grad norm
   std::string initial_checkpoint;  // start a new run from these weights (docs/train.md, fine-tuning)
   bool synthetic = false;    // benchmark mode: synthetic data, --steps timed steps, no files
   int64_t steps = 20;        // benchmark: timed steps
@@ -65,7 +66,8 @@ struct TrainConfig {
 
 // Reads a recipe file strictly over `config` (only the keys present change); records them in `given`.
 // Errors: `file:line:col: key: expected ..., got ...`, unknown and duplicate keys.
-void load_train_config(const std::string& path, TrainConfig& config);
+// `what` prefixes the errors of opening the file (only a regular file is read).
+void load_train_config(const std::string& path, TrainConfig& config, const std::string& what = "--config");
 // The same from YAML text; `name` stands for the file in messages.
 void parse_train_config(const std::string& yaml_text, const std::string& name, TrainConfig& config);
 
@@ -90,8 +92,6 @@ const std::vector<FieldInfo>& train_fields();
 // `--batch-size: expected an integer >= 1, got 'x'`.
 void set_from_flag(TrainConfig& config, const std::string& key, const std::string& value);
 
-// Keys a resumed run must keep (model, data, batch geometry, seed, precision): a different value is an error.
-const std::vector<std::string>& resume_locked_keys();
 // The value of a key as text (for messages and comparisons).
 std::string field_text(const TrainConfig& config, const std::string& key);
 

@@ -25,19 +25,25 @@ double wall_seconds() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// Top-1 / top-5 hits of one batch: the label's rank is the number of logits strictly above it.
-void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
+int64_t count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
   const Tensor host = logits.to(Device::cpu()).to(DType::f32).contiguous();
   const std::vector<int64_t> y = labels.to_vector<int64_t>();
   const int64_t rows = host.size(0), classes = host.size(1);
   const float* l = host.data<float>();
+  int64_t nonfinite_rows = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    const float target = l[r * classes + y[size_t(r)]];
+    const float* row = l + r * classes;
+    if (!std::all_of(row, row + classes, [](float v) { return std::isfinite(v); })) {
+      ++nonfinite_rows;
+      continue;
+    }
+    const float target = row[y[size_t(r)]];
     int64_t above = 0;
-    for (int64_t k = 0; k < classes; ++k) above += l[r * classes + k] > target ? 1 : 0;
+    for (int64_t k = 0; k < classes; ++k) above += row[k] > target ? 1 : 0;
     top1 += above == 0 ? 1 : 0;
     top5 += above < 5 ? 1 : 0;
   }
+  return nonfinite_rows;
 }
 
 Trainer::Trainer(Plan plan, TrainerOptions options)
@@ -124,6 +130,7 @@ void Trainer::forward_backward(const data::Batch& batch) {
 
 void Trainer::optimizer_step(int64_t micro) {
   if (options_.hooks) options_.hooks->before_step(pos_.step);
+  if (!scaler_) remember_loss_sums();
   for (int64_t m = 0; m < micro; ++m) {
     std::optional<data::Batch> batch = train_loader_->next();
     CNN_CHECK(batch.has_value(), "cnn-train: the training loader ended at batch ", pos_.next_batch, " of ",
@@ -141,12 +148,15 @@ void Trainer::optimizer_step(int64_t micro) {
     control.found_inf = scaler_->found_inf();
     if (profiler_) profiler_->mark("loss scaler unscale + check");
   }
+  std::optional<optim::GradNorm> n;
+  // FP32 has no loss scaler to catch a non-finite step: the gradient norm is computed for the guard too.
+  if (cfg_.clip_grad > 0 || !scaler_) n = optim::grad_norm(params_, cfg_.clip_grad > 0 ? cfg_.clip_grad : 1.0);
   if (cfg_.clip_grad > 0) {
-    const optim::GradNorm n = optim::grad_norm(params_, cfg_.clip_grad);
-    control.grad_scale = n.coef;
-    last_grad_norm_ = n.norm;
-    if (profiler_) profiler_->mark("gradient clipping");
+    control.grad_scale = n->coef;
+    last_grad_norm_ = n->norm;
   }
+  if (profiler_ && n) profiler_->mark(cfg_.clip_grad > 0 ? "gradient clipping" : "gradient norm (non-finite guard)");
+  if (!scaler_ && !finite_or_skip(n->norm)) return;
   lr_ = schedule_.lr_at(pos_.step, plan_.total_steps);
   opt_->step(lr_, control);
   if (profiler_) profiler_->mark("AdamW step");
@@ -161,7 +171,7 @@ EvalResult Trainer::evaluate() {
   const double t0 = wall_seconds();
   NoGradGuard no_grad;
   EvalResult r;
-  int64_t top1 = 0, top5 = 0;
+  int64_t top1 = 0, top5 = 0, nonfinite_rows = 0;
   double loss_sum = 0;
   val_loader_->start_epoch(0);
   const ForwardContext ctx{nullptr, false, uint64_t(cfg_.seed), 0};
@@ -169,9 +179,13 @@ EvalResult Trainer::evaluate() {
     const Tensor logits = compute_->forward(ctx, b->images);
     const int64_t rows = b->labels.numel();
     loss_sum += ops::softmax_cross_entropy(nullptr, logits, b->labels).item() * double(rows);
-    count_topk(logits, b->labels, top1, top5);
+    nonfinite_rows += count_topk(logits, b->labels, top1, top5);
     r.images += rows;
   }
+  if (nonfinite_rows > 0)
+    throw Error(str_cat("evaluation at step ", pos_.step, ": the model's logits are not finite (", nonfinite_rows,
+                        " of ", r.images, " images); a diverged model is neither scored nor saved as best"));
+  if (r.images == 0) throw Error(str_cat("evaluation at step ", pos_.step, ": the validation loader gave no images"));
   r.loss = loss_sum / double(r.images);
   r.top1 = double(top1) / double(r.images);
   r.top5 = double(top5) / double(r.images);
@@ -228,6 +242,7 @@ void Trainer::log_interval_record(double seconds) {
   nlohmann::json rec = {{"type", "train"},   {"step", pos_.step}, {"epoch", epoch_progress()},
                         {"loss", info.loss}, {"lr", lr_},         {"img_per_s", info.images_per_s}};
   if (last_grad_norm_.defined()) rec["grad_norm"] = last_grad_norm_.item();
+  if (!scaler_) rec["nonfinite_skipped"] = nonfinite_skipped_;
   if (scaler_) {
     const optim::LossScalerState s = scaler_->read_state();
     rec["loss_scale"] = s.scale;
@@ -317,6 +332,8 @@ void Trainer::train(const std::string& run_dir, const std::string& resume_checkp
   progress_ = std::make_unique<Progress>(::isatty(STDOUT_FILENO) != 0);
   if (!resume_checkpoint.empty() && !cfg_.initial_checkpoint.empty())
     throw Error("--initial-checkpoint: not with --resume (the run's checkpoint holds its weights)");
+  if (const int64_t stale = remove_stale_temporaries(run_dir_); stale > 0)
+    progress_->line(str_cat("removed ", stale, " stale temporary file(s) of an interrupted process in ", run_dir_));
   if (!resume_checkpoint.empty()) load_checkpoint(resume_checkpoint);
   if (pos_.epoch >= cfg_.epochs)
     throw Error(str_cat("--resume: the run already completed ", pos_.epoch, " epoch(s); pass --epochs N > ", pos_.epoch,

@@ -90,6 +90,9 @@ class Trainer {
   ProgressInfo progress_info() const;
   bool stop_requested();          // --stop-after reached: saves a checkpoint and returns true
   double epoch_progress() const;  // epochs done, fractional
+  // Non-finite guard of FP32 steps (trainer_guard.cpp).
+  void remember_loss_sums();
+  bool finite_or_skip(const Tensor& grad_norm);  // false: the step was skipped (and counted)
   // Checkpoints (trainer_state.cpp).
   void save_checkpoint(bool best);
   void load_checkpoint(const std::string& dir);
@@ -115,6 +118,10 @@ class Trainer {
   Tensor log_loss_sum_, epoch_loss_sum_;    // f32 (1) on the device: sums of micro-batch losses
   int64_t log_loss_count_ = 0, epoch_loss_count_ = 0;
   Tensor last_grad_norm_;  // f32 (1), when clipping
+  Tensor log_loss_before_, epoch_loss_before_;  // the sums before the current FP32 step (restored when it is skipped)
+  int64_t log_count_before_ = 0, epoch_count_before_ = 0;
+  int64_t nonfinite_skipped_ = 0;  // FP32 steps skipped for a non-finite loss or gradient norm
+  int64_t nonfinite_streak_ = 0;   // of them, in a row up to now
   double best_top1_ = -1;
   int64_t best_step_ = -1;
   int64_t saved_step_ = -1;  // step of the newest checkpoint folder
@@ -133,8 +140,10 @@ class Trainer {
 };
 
 // Adds the top-1 / top-5 hits of one batch of logits (B, classes) and labels (B) to the counts: a sample counts when
-// fewer than k logits are strictly greater than its label's. Reads the logits on the host.
-void count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
+// fewer than k logits are strictly greater than its label's. Reads the logits on the host. Returns the number of rows
+// holding a non-finite logit, which are never hits (a NaN compares false against everything, so such a row would
+// otherwise score top-1); evaluation refuses to score them.
+int64_t count_topk(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
 
 // Wall-clock seconds (steady clock).
 double wall_seconds();

@@ -2,6 +2,7 @@
 // loss scaler, position, seed, best metric, loss accumulators), written into a temporary folder and renamed.
 #include <filesystem>
 
+#include "apps/cnn-train/resume_check.h"
 #include "apps/cnn-train/trainer.h"
 #include "core/autograd.h"
 #include "core/error.h"
@@ -14,7 +15,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kStateFormat = "cnn-train-state-1";
+constexpr const char* kStateFormat = "cnn-train-state-2";
+
+// The train.* tensors of a state file, each one element (check_state_tensors refuses any other key).
+const std::vector<std::string>& train_state_keys() {
+  static const std::vector<std::string> keys = {
+      "train.epoch",          "train.next_batch",       "train.step",           "train.seed",
+      "train.best_top1",      "train.best_step",        "train.log_loss_sum",   "train.log_loss_count",
+      "train.epoch_loss_sum", "train.epoch_loss_count", "train.nonfinite_skipped", "train.nonfinite_streak"};
+  return keys;
+}
 
 Tensor i64_scalar(int64_t v) { return Tensor::from_vector<int64_t>({v}, {1}); }
 Tensor f64_scalar(double v) { return Tensor::from_vector<double>({v}, {1}); }
@@ -63,8 +73,11 @@ void Trainer::sync_buffers_to_master() {
 
 void Trainer::save_checkpoint(bool best) {
   if (saved_step_ != pos_.step) {
-    const std::string tmp = checkpoints_->begin(pos_.step);
     sync_buffers_to_master();
+    // A checkpoint (and so `last` or `best`) never holds a non-finite weight.
+    for (const NamedParameter& p : master_->named_parameters())
+      require_finite(p.tensor, str_cat("checkpoint at step ", pos_.step, ": parameter '", p.name, "'"));
+    const std::string tmp = checkpoints_->begin(pos_.step);
     const std::map<std::string, std::string> meta = {
         {"model", plan_.model_name}, {"step", std::to_string(pos_.step)}, {"epoch", std::to_string(pos_.epoch)}};
     cnn::save_checkpoint((fs::path(tmp) / "model.safetensors").string(), *master_, meta);
@@ -80,6 +93,8 @@ void Trainer::save_checkpoint(bool best) {
     state["train.log_loss_count"] = i64_scalar(log_loss_count_);
     state["train.epoch_loss_sum"] = epoch_loss_sum_;
     state["train.epoch_loss_count"] = i64_scalar(epoch_loss_count_);
+    state["train.nonfinite_skipped"] = i64_scalar(nonfinite_skipped_);
+    state["train.nonfinite_streak"] = i64_scalar(nonfinite_streak_);
     save_safetensors((fs::path(tmp) / "state.safetensors").string(), state,
                      {{"format", kStateFormat}, {"model", plan_.model_name}, {"config", train_config_yaml(cfg_)}});
     checkpoints_->commit(pos_.step);
@@ -106,22 +121,39 @@ void Trainer::load_checkpoint(const std::string& dir) {
   if (state_i64(state, "train.seed", state_file) != cfg_.seed)
     throw Error(str_cat("--resume: ", state_file, " was trained with seed ", state_i64(state, "train.seed", state_file),
                         ", got --seed ", cfg_.seed));
+  check_state_tensors(state, state_file, scaler_ != nullptr, train_state_keys());
   cnn::load_checkpoint(model_file, *master_);
+  for (const NamedParameter& p : master_->named_parameters())
+    require_finite(p.tensor, str_cat("--resume: ", model_file, ": '", p.name, "'"));
+  for (const auto& [name, buffer] : master_->named_buffers())
+    require_finite(buffer, str_cat("--resume: ", model_file, ": '", name, "'"));
   if (compute_ != master_) copy_master_to_compute();
   opt_->load_state_dict(state.tensors);
   if (scaler_) scaler_->load_state_dict(state.tensors);
-  pos_.epoch = state_i64(state, "train.epoch", state_file);
-  pos_.next_batch = state_i64(state, "train.next_batch", state_file);
-  pos_.step = state_i64(state, "train.step", state_file);
-  if (pos_.next_batch < 0 || pos_.next_batch > plan_.batches_per_epoch || pos_.epoch < 0 || pos_.step < 0)
-    throw Error(str_cat("--resume: ", state_file, ": position epoch ", pos_.epoch, " batch ", pos_.next_batch,
-                        " does not fit ", plan_.batches_per_epoch, " batches per epoch"));
-  best_top1_ = state_tensor(state, "train.best_top1", DType::f64, state_file).to_vector<double>()[0];
-  best_step_ = state_i64(state, "train.best_step", state_file);
+  StateCounters c;
+  c.epoch = state_i64(state, "train.epoch", state_file);
+  c.next_batch = state_i64(state, "train.next_batch", state_file);
+  c.step = state_i64(state, "train.step", state_file);
+  c.optimizer_steps = opt_->step_count();
+  c.best_top1 = state_tensor(state, "train.best_top1", DType::f64, state_file).to_vector<double>()[0];
+  c.best_step = state_i64(state, "train.best_step", state_file);
+  c.log_loss_sum = state_tensor(state, "train.log_loss_sum", DType::f32, state_file).item();
+  c.log_loss_count = state_i64(state, "train.log_loss_count", state_file);
+  c.epoch_loss_sum = state_tensor(state, "train.epoch_loss_sum", DType::f32, state_file).item();
+  c.epoch_loss_count = state_i64(state, "train.epoch_loss_count", state_file);
+  c.nonfinite_skipped = state_i64(state, "train.nonfinite_skipped", state_file);
+  c.nonfinite_streak = state_i64(state, "train.nonfinite_streak", state_file);
+  check_counters(c, RunShape{plan_.batches_per_epoch, plan_.steps_per_epoch, cfg_.accum_steps, cfg_.epochs},
+                 state_file);
+  pos_ = Position{c.epoch, c.next_batch, c.step};
+  best_top1_ = c.best_top1;
+  best_step_ = c.best_step;
   log_loss_sum_.copy_(state_tensor(state, "train.log_loss_sum", DType::f32, state_file));
-  log_loss_count_ = state_i64(state, "train.log_loss_count", state_file);
+  log_loss_count_ = c.log_loss_count;
   epoch_loss_sum_.copy_(state_tensor(state, "train.epoch_loss_sum", DType::f32, state_file));
-  epoch_loss_count_ = state_i64(state, "train.epoch_loss_count", state_file);
+  epoch_loss_count_ = c.epoch_loss_count;
+  nonfinite_skipped_ = c.nonfinite_skipped;
+  nonfinite_streak_ = c.nonfinite_streak;
   saved_step_ = pos_.step;
   // Checkpoints written after this step by the interrupted process belong to a future this run replaces.
   for (int64_t s : checkpoints_->steps())

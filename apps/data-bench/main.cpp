@@ -10,6 +10,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/error_text.h"
 #include "data/data_bench.h"
 #include "data/dataset.h"
 
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   try {
     run(o);
   } catch (const cnn::Error& e) {
-    std::fprintf(stderr, "data-bench: error: %s\n", e.what());
+    std::fprintf(stderr, "data-bench: error: %s\n", cnn::user_message(e.what()).c_str());
     return 1;
   }
   return 0;

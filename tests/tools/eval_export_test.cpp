@@ -2,7 +2,9 @@
 // --reparam deploy form evaluates like the training form, Fashion-MNIST evaluation and top-k printing work, and
 // every bad input is one line naming the flag or file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -131,7 +133,22 @@ TEST(EvalTool, BadInputsAreOneLineErrors) {
   save_test_model("convmixer_128_6_k7_p2", 4, dir + "/mixer.safetensors");
   const std::string mixer = "--model convmixer_128_6_k7_p2 --checkpoint " + dir + "/mixer.safetensors --device cpu ";
   expect_one_line_error("cnn-eval", "--model convmixer_128_6_k7_p2 --checkpoint " + dir + "/absent.safetensors",
-                        dir + "/absent.safetensors: cannot open for reading");
+                        "safetensors: '" + dir + "/absent.safetensors' does not exist");
+  // Inputs are read by type (a FIFO would block the read), and a checkpoint with a NaN is refused before scoring
+  // (a NaN row of logits would rank every label first).
+  ASSERT_EQ(::mkfifo((dir + "/fifo.safetensors").c_str(), 0600), 0);
+  expect_one_line_error("cnn-eval", "--model convmixer_128_6_k7_p2 --checkpoint " + dir + "/fifo.safetensors",
+                        "safetensors: '" + dir + "/fifo.safetensors' is a FIFO, not a regular file");
+  expect_one_line_error("cnn-eval", "--model convmixer_128_6_k7_p2 --checkpoint " + dir,
+                        "safetensors: '" + dir + "' is a folder, not a regular file");
+  expect_one_line_error("cnn-eval", "--model " + dir + " --checkpoint " + dir + "/mixer.safetensors",
+                        "--model: '" + dir + "' is a folder, not a regular file");
+  SafetensorsData nan_file = load_safetensors(dir + "/mixer.safetensors");
+  nan_file.tensors.at("head.bias").data<float>()[1] = std::nanf("");
+  save_safetensors(dir + "/nan.safetensors", nan_file.tensors, nan_file.metadata);
+  expect_one_line_error("cnn-eval", "--model convmixer_128_6_k7_p2 --checkpoint " + dir + "/nan.safetensors " +
+                                        "--inputs " + dir + "/mixer.safetensors",
+                        "'" + dir + "/nan.safetensors': 'head.bias': element 1 is not finite (nan)");
   expect_one_line_error("cnn-eval", "--model convnext_nano_fmnist --checkpoint " + dir + "/mixer.safetensors",
                         "does not match the model: missing");
   expect_one_line_error("cnn-eval", "--model no_such_model --checkpoint " + dir + "/mixer.safetensors",
@@ -193,7 +210,12 @@ TEST(PredictTool, TopFiveWithClassNames) {
 
   expect_one_line_error("cnn-predict", "--model convnext_nano_fmnist --checkpoint " + dir + "/fmnist.safetensors " +
                                            dir + "/absent.jpg",
-                        dir + "/absent.jpg: cannot open the image");
+                        "image: '" + dir + "/absent.jpg' does not exist");
+  expect_one_line_error("cnn-predict", "--model convnext_nano_fmnist --checkpoint " + dir + "/fmnist.safetensors " + dir,
+                        "image: '" + dir + "' is a folder, not a regular file");
+  expect_one_line_error("cnn-predict", "--model convnext_nano_fmnist --checkpoint " + dir + "/fmnist.safetensors " +
+                                           "--class-names " + dir + " " + dir + "/img.jpg",
+                        "--class-names: '" + dir + "' is a folder, not a regular file");
   expect_one_line_error("cnn-predict", "--model convnext_nano_fmnist --checkpoint " + dir + "/fmnist.safetensors --top 0 " +
                                            dir + "/img.jpg",
                         "--top: expected an integer >= 1, got 0");

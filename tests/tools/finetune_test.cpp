@@ -1,13 +1,17 @@
 // Fine-tuning from a checkpoint: a model trained by cnn-train, evaluated by cnn-eval (same accuracy as the run's
 // own evaluation), re-loaded with --initial-checkpoint (all tensors, or a new classifier for another class count)
-// trains on; and the --initial-checkpoint errors (missing file, another model, a shape mismatch, with --resume).
+// trains on; and the --initial-checkpoint errors (missing file, a FIFO, a NaN weight, another model, a shape
+// mismatch, with --resume).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/safetensors.h"
 #include "tests/tools/tools_test_util.h"
 
 namespace cnn::test {
@@ -83,7 +87,16 @@ TEST(FineTune, EvalReproducesTheRunAndTrainingGoesOn) {
   // Errors, each one line before any training.
   const std::string flags = kRun + std::string("--epochs 1 --output ") + dir + "/err ";
   expect_one_line_error("cnn-train", "--model " + model + flags + "--initial-checkpoint " + dir + "/absent.safetensors",
-                        "--initial-checkpoint: safetensors: " + dir + "/absent.safetensors: cannot open for reading");
+                        "--initial-checkpoint: safetensors: '" + dir + "/absent.safetensors' does not exist");
+  // Read by type (a FIFO would block the read), and every tensor finite (a NaN weight would train on as NaN).
+  ASSERT_EQ(::mkfifo((dir + "/fifo.safetensors").c_str(), 0600), 0);
+  expect_one_line_error("cnn-train", "--model " + model + flags + "--initial-checkpoint " + dir + "/fifo.safetensors",
+                        "--initial-checkpoint: safetensors: '" + dir + "/fifo.safetensors' is a FIFO, not a regular file");
+  SafetensorsData nan_file = load_safetensors(ckpt);
+  nan_file.tensors.at("head.weight").data<float>()[3] = std::nanf("");
+  save_safetensors(dir + "/nan.safetensors", nan_file.tensors, nan_file.metadata);
+  expect_one_line_error("cnn-train", "--model " + model + flags + "--initial-checkpoint " + dir + "/nan.safetensors",
+                        "--initial-checkpoint: '" + dir + "/nan.safetensors': 'head.weight': element 3 is not finite");
   const std::string k5 = write_convmixer(dir + "/mixer_k5.yaml", 5);
   expect_one_line_error("cnn-train", "--model " + k5 + flags + "--initial-checkpoint " + ckpt,
                         "blocks.0.0.fn.0.weight (expected f32 (16, 1, 5, 5), got f32 (16, 1, 7, 7))");

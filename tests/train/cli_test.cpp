@@ -53,7 +53,10 @@ TEST(TrainCli, FlagErrors) {
       {m + "--bfc-accum ha", "--bfc-accum: 'ha' selects the FP16 backward-filter accumulation and needs --amp"},
       {m + "--drop-path 0.1", "has no stochastic depth"},
       {m + "--min-lr 0.1 --lr 0.01", "--min-lr: expected <= --lr"},
-      {m + "--warmup-epochs 3 --epochs 2", "--warmup-epochs: expected fewer warmup steps"},
+      {m + "--warmup-epochs 3 --epochs 2", "--warmup-epochs: expected fewer than --epochs (2), got 3"},
+      {m + "--warmup-epochs 1e300", "--warmup-epochs: expected fewer than --epochs (10), got 1e+300"},
+      {m + "--warmup-epochs 1.5 --epochs 2 --train-samples 64 --batch-size 64",
+       "--warmup-epochs: expected fewer warmup steps than the run's 2 steps"},
       {m + "--steps 5", "--steps: only with --synthetic"},
       {m + "--synthetic --stop-after 3", "--stop-after: not with --synthetic"},
       {m + "--bench-seconds 2", "--bench-seconds: only with --bench-data"},
@@ -69,7 +72,7 @@ TEST(TrainCli, FlagErrors) {
       {"--model replknet_tiny_test", "takes 3-channel images, --dataset fashion-mnist has 1"},
       {m + "--resume " + dir + "/nowhere", "--resume: '" + dir + "/nowhere' is not a folder"},
       {m + "--resume " + dir, "holds neither state.safetensors nor checkpoints/last/state.safetensors"},
-      {m + "--config " + dir + "/none.yaml", "none.yaml: cannot open config file"},
+      {m + "--config " + dir + "/none.yaml", "--config: '" + dir + "/none.yaml' does not exist"},
   };
   for (const ErrorCase& c : cases) expect_one_line_error(c);
 }

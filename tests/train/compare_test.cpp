@@ -1,7 +1,8 @@
 // cnn-compare and cnn-plot: the CPU emulation of hybrid accumulation against its reference (bit for bit), the arms,
 // the verdict rule, and whole CPU comparisons run as subprocesses (fp32 vs fp32 identical, report + plot, resume,
-// --plot-only, early errors); on a GPU, the AMP arms on the FP16 kernels.
+// a tampered recipe, --plot-only, early errors and inputs read by type); on a GPU, the AMP arms on the FP16 kernels.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -142,6 +143,17 @@ TEST(CompareRun, Fp32AgainstFp32IsIdenticalAcrossAResume) {
                                                 " --stop-after 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(read_text(dir + "/report.md").find("INCOMPLETE"), std::string::npos);
+  // The recorded recipe is checked against the checkpoint's: an edit of compare.json is refused, naming the key.
+  const std::string spec = read_text(dir + "/compare.json");
+  const size_t at = spec.find("\\nseed: ");
+  ASSERT_NE(at, std::string::npos) << spec;
+  std::string edited = spec;
+  edited.insert(at + std::strlen("\\nseed: "), "7");
+  std::ofstream(dir + "/compare.json") << edited;
+  r = run_binary(CNN_COMPARE_BIN, "--resume " + dir);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("compare.json: seed is 70, but the checkpoint"), std::string::npos) << r.output;
+  std::ofstream(dir + "/compare.json") << spec;
   r = run_binary(CNN_COMPARE_BIN, "--resume " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   const auto a = arm_records(dir, "fp32"), b = arm_records(dir, "fp32-2");
@@ -218,6 +230,10 @@ TEST(CompareCli, BadInputsFailBeforeTraining) {
   };
   fs::create_directories(tmp + "/full");
   std::ofstream(tmp + "/full/x") << "x";
+  // Inputs read by type: a folder or a FIFO where the spec belongs (a FIFO would block the read).
+  fs::create_directories(tmp + "/specdir/compare.json");
+  fs::create_directories(tmp + "/fifo");
+  ASSERT_EQ(::mkfifo((tmp + "/fifo/compare.json").c_str(), 0600), 0);
   const std::vector<Case> cases = {
       {"--config " + tmp + "/missing.yaml", "missing.yaml", 1},
       {base + " --no-such-flag", "no-such-flag", 2},
@@ -235,6 +251,8 @@ TEST(CompareCli, BadInputsFailBeforeTraining) {
       {"--resume " + tmp + "/full --lr 0.1", "--resume: continues the comparison as recorded; --lr", 1},
       {"--plot-only " + tmp + "/full", "compare.json: cannot open", 1},
       {"--plot-only " + tmp + "/full --arms fp32,amp-ha", "--plot-only: takes only the comparison folder", 1},
+      {"--resume " + tmp + "/specdir", "comparison spec: '" + tmp + "/specdir/compare.json' is a folder", 1},
+      {"--plot-only " + tmp + "/fifo", "comparison spec: '" + tmp + "/fifo/compare.json' is a FIFO", 1},
   };
   for (const Case& c : cases) {
     const RunResult r = run_binary(CNN_COMPARE_BIN, c.args);

@@ -85,12 +85,13 @@ TEST(TrainResume, ResumeErrors) {
     std::string args, expected;
   };
   const std::vector<Case> cases = {
-      {"--resume " + run + " --model convmixer_128_6_k7_p2", "--resume: the run in " + run +
-                                                                 " trains model 'tiny_convmixer', "
-                                                                 "got --model 'convmixer_128_6_k7_p2'"},
-      {"--resume " + run + " --batch-size 32", "--resume: --batch-size is 64 in the run in " + run + ", got 32"},
-      {"--resume " + run + " --seed 9", "--resume: --seed is 0 in the run in " + run + ", got 9"},
-      {"--resume " + run + " --synthetic", "--resume: not with --synthetic"},
+      {"--resume " + run + " --model convmixer_128_6_k7_p2",
+       "--resume: --model is tiny_convmixer in the checkpoint " + run + "/checkpoints/last, got convmixer_128_6_k7_p2"},
+      {"--resume " + run + " --batch-size 32",
+       "--resume: --batch-size is 64 in the checkpoint " + run + "/checkpoints/last, got 32"},
+      {"--resume " + run + " --seed 9", "--resume: --seed is 0 in the checkpoint " + run + "/checkpoints/last, got 9"},
+      {"--resume " + run + " --synthetic", "--synthetic: not with --resume (benchmark mode)"},
+      {"--resume " + run + " --bench-data", "--bench-data: not with --resume (benchmark mode)"},
   };
   for (const Case& c : cases) {
     const RunResult r = run_train(c.args);

@@ -71,7 +71,7 @@ TEST(TrainRun, LossFallsAndFilesAreWellFormed) {
   EXPECT_EQ(state.tensors.at("train.step").to_vector<int64_t>()[0], 32);
   EXPECT_EQ(state.tensors.at("train.epoch").to_vector<int64_t>()[0], 4);
   EXPECT_EQ(state.tensors.at("train.next_batch").to_vector<int64_t>()[0], 0);
-  EXPECT_EQ(state.metadata.at("format"), "cnn-train-state-1");
+  EXPECT_EQ(state.metadata.at("format"), "cnn-train-state-2");
   for (const auto& e : fs::recursive_directory_iterator(run))  // no temporary files left behind
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
 }
