@@ -133,7 +133,8 @@ def markdown(a):
         out.append("`cnn-train --synthetic --trace-dir` exports its initial FP32 weights through the checkpoint "
                    "interop (models/checkpoint.h: timm names and layouts) and the batches it trained on; "
                    "bench/e2e_loss_check.py loads them into the timm model (`load_state_dict(strict=True)`), trains "
-                   "the same steps with the same AdamW settings (constant learning rate) and compares the losses "
+                   "the same steps with the same AdamW settings (constant learning rate, no stochastic depth on either "
+                   "side) and compares the losses "
                    "(bounds and their reasons in the script).")
         out.append("")
         for c in checks:

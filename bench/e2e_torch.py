@@ -72,14 +72,22 @@ def set_backends():
 class Trainer:
     """One model's training step: autocast FP16 + GradScaler with amp, AdamW with cnn-train's defaults."""
 
-    def __init__(self, model, amp, lr=1e-3, weight_decay=0.05):
-        self.model = model.cuda().to(memory_format=torch.channels_last).train()
+    def __init__(self, model, amp, lr=1e-3, weight_decay=0.05, device="cuda"):
+        if amp and device != "cuda":
+            raise ValueError(f"Trainer: amp needs device 'cuda', got '{device}'")
+        self.model = model.to(device).to(memory_format=torch.channels_last).train()
         self.amp = amp
         self.opt = torch.optim.AdamW(param_groups(self.model, weight_decay), lr=lr, betas=(0.9, 0.999), eps=1e-8)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=amp)
+        self.scaler = torch.amp.GradScaler("cuda") if amp else None  # FP32 steps need none (and CPU has none)
 
     def step(self, x, y):
-        with torch.autocast("cuda", dtype=torch.float16, enabled=self.amp):
+        if not self.amp:
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+            return loss
+        with torch.autocast("cuda", dtype=torch.float16):
             loss = F.cross_entropy(self.model(x), y)
         self.scaler.scale(loss).backward()
         self.scaler.step(self.opt)

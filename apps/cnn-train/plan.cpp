@@ -181,6 +181,12 @@ Plan make_plan(const TrainConfig& config) {
   check_combinations(c, p.device);
   p.model_config = resolve_model(c);
   p.model_name = model_common(p.model_config).name;
+  // Stochastic depth drops random samples' residual branches from our own random stream, which a replay cannot draw
+  // alike: with it the traced losses belong to a different function than the replay's (RepLKNet-31B, rate 0.3, moves
+  // the first loss by ~0.5%; LayerScale models hide it while their branches are still ~1e-6 of the stream).
+  if (!c.trace_dir.empty() && c.drop_path > 0)
+    throw Error(str_cat("--trace-dir: needs --drop-path 0 (a replay cannot draw stochastic depth's random masks), got ",
+                        c.drop_path, c.drop_path_set() ? "" : str_cat(", the rate of ", p.model_name)));
   p.build_options.bfc_accum = c.bfc_accum == "ha" ? dwconv::BfcAccum::ha : dwconv::BfcAccum::fp32;
   if (c.synthetic) {
     const int64_t timed = c.profile > 0 ? c.profile : c.steps;

@@ -73,8 +73,29 @@ TEST(TrainCli, FlagErrors) {
       {m + "--resume " + dir + "/nowhere", "--resume: '" + dir + "/nowhere' is not a folder"},
       {m + "--resume " + dir, "holds neither state.safetensors nor checkpoints/last/state.safetensors"},
       {m + "--config " + dir + "/none.yaml", "--config: '" + dir + "/none.yaml' does not exist"},
+      // A trace is replayed without stochastic depth (bench/e2e_loss_check.py): the model's own rate (0.1) and an
+      // explicit one are both refused before the trace folder is made.
+      {"--model replknet_tiny_test --synthetic --bench-warmup 0 --device cpu --trace-dir " + dir + "/trace",
+       "--trace-dir: needs --drop-path 0 (a replay cannot draw stochastic depth's random masks), got 0.1, the rate of "
+       "replknet_tiny_test"},
+      {"--model replknet_tiny_test --synthetic --bench-warmup 0 --device cpu --drop-path 0.2 --trace-dir " + dir +
+           "/trace",
+       "--trace-dir: needs --drop-path 0 (a replay cannot draw stochastic depth's random masks), got 0.2"},
   };
   for (const ErrorCase& c : cases) expect_one_line_error(c);
+  EXPECT_FALSE(fs::exists(dir + "/trace")) << "a refused --trace-dir run made its folder";
+}
+
+TEST(TrainCli, TraceWithoutStochasticDepth) {
+  // --drop-path 0 makes a model with stochastic depth traceable: the run writes the weights, the batch and the loss.
+  const std::string dir = scratch_dir();
+  const RunResult r = run_train(
+      "--model replknet_tiny_test --synthetic --steps 1 --bench-warmup 0 --batch-size 2 --device cpu --workers 1 "
+      "--sched constant --drop-path 0 --trace-dir " +
+      dir + "/trace");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* f : {"init.safetensors", "batch_0.safetensors", "losses.json"})
+    EXPECT_TRUE(fs::exists(dir + "/trace/" + f)) << f << " missing; output:\n" << r.output;
 }
 
 TEST(TrainCli, NoCudaDeviceIsAnError) {
