@@ -85,10 +85,13 @@ __device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
 
 enum class ColMode { welford, grad_channel_stats, grad_row_stats };
 
+constexpr int kColUnroll = 4;  // rows loaded before they are accumulated: four loads in flight per thread
+
 // Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (one 16-byte pack
 // when C and the pointers allow, else kN = 1):
 //   welford: (mean, m2) of act(a) over the chunk (one pass, kernels/norm/welford.h);  grad_*: sums (a * xhat, a)
 //   with a = dy, xhat from act(b), b = x, and per-channel (BatchNorm) or per-row (LayerNorm) statistics.
+// The rows are accumulated in order; kColUnroll of them are loaded first so that the loads overlap.
 template <class T, ColMode M, NormAct A, int kN>
 __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restrict__ b, const float* __restrict__ mean,
                                       const float* __restrict__ rstd, int64_t rows, int64_t c, int64_t per_chunk,
@@ -96,25 +99,52 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
   const int64_t ch0 = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * kN;
   if (ch0 >= c) return;
   const int64_t r0 = blockIdx.y * per_chunk, r1 = min(rows, r0 + per_chunk);
-  float s0[kN] = {}, s1[kN] = {}, v[kN], xb[kN];
-  if constexpr (M == ColMode::welford) {  // s0 = mean, s1 = m2; the count is the thread's row count
-    for (int64_t r = r0; r < r1; ++r) {
+  constexpr bool kGrad = M != ColMode::welford;
+  float s0[kN] = {}, s1[kN] = {}, mu[kN] = {}, rs[kN] = {};
+  if constexpr (M == ColMode::grad_channel_stats) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      mu[k] = mean[ch0 + k];
+      rs[k] = rstd[ch0 + k];
+    }
+  }
+  // welford: s0 = mean, s1 = m2, the count is the thread's row count; grad: s0 += a * xhat, s1 += a.
+  auto accumulate = [&](int64_t r, const float (&v)[kN], const float (&xb)[kN]) {
+    if constexpr (M == ColMode::welford) {
       const float inv_n = 1.0f / float(r - r0 + 1);
-      load_n<kN>(a + r * c + ch0, v);
 #pragma unroll
       for (int k = 0; k < kN; ++k) welford_step(s0[k], s1[k], act_value<A>(v[k]), inv_n);
-    }
-  } else {
-    for (int64_t r = r0; r < r1; ++r) {
-      load_n<kN>(a + r * c + ch0, v);
-      load_n<kN>(b + r * c + ch0, xb);
+    } else {
+      if constexpr (M == ColMode::grad_row_stats) {
+#pragma unroll
+        for (int k = 0; k < kN; ++k) {
+          mu[k] = mean[r];
+          rs[k] = rstd[r];
+        }
+      }
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
-        const int64_t st = M == ColMode::grad_channel_stats ? ch0 + k : r;
-        s0[k] += v[k] * (act_value<A>(xb[k]) - mean[st]) * rstd[st];
+        s0[k] += v[k] * (act_value<A>(xb[k]) - mu[k]) * rs[k];
         s1[k] += v[k];
       }
     }
+  };
+  int64_t r = r0;
+  for (; r + kColUnroll <= r1; r += kColUnroll) {
+    float v[kColUnroll][kN], xb[kColUnroll][kN];
+#pragma unroll
+    for (int u = 0; u < kColUnroll; ++u) {
+      load_n<kN>(a + (r + u) * c + ch0, v[u]);
+      if constexpr (kGrad) load_n<kN>(b + (r + u) * c + ch0, xb[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kColUnroll; ++u) accumulate(r + u, v[u], xb[u]);
+  }
+  for (; r < r1; ++r) {
+    float v[kN], xb[kN];
+    load_n<kN>(a + r * c + ch0, v);
+    if constexpr (kGrad) load_n<kN>(b + r * c + ch0, xb);
+    accumulate(r, v, xb);
   }
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
@@ -123,19 +153,40 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
   }
 }
 
-// Merges the chunks' Welford partials in chunk order (chunk k holds min(per_chunk, rows - k per_chunk) rows), then
-// writes mean and rstd and updates the running statistics.
+// The combine kernels: blocks of 32 channels x kCombineSplit warps. Warp j takes the j-th contiguous range of chunks
+// and folds it in chunk order; warp 0 then folds the kCombineSplit results in order. The order depends only on the
+// shape, so the results are reproducible; the chains are kCombineSplit times shorter than one thread per channel.
+constexpr int kCombineSplit = 8;
+dim3 combine_grid(int64_t c) { return dim3(unsigned((c + 31) / 32)); }
+const dim3 kCombineBlock(32, kCombineSplit);
+
+__device__ __forceinline__ void combine_range(int64_t chunks, int64_t& k0, int64_t& k1) {
+  const int64_t per = (chunks + kCombineSplit - 1) / kCombineSplit;
+  k0 = min(chunks, threadIdx.y * per);
+  k1 = min(chunks, k0 + per);
+}
+
+// Merges the chunks' Welford partials (chunk k holds min(per_chunk, rows - k per_chunk) rows), then writes mean and
+// rstd and updates the running statistics.
 __global__ void bn_stats_combine_kernel(const float* __restrict__ part_mean, const float* __restrict__ part_m2,
                                         int64_t chunks, int64_t per_chunk, int64_t c, int64_t rows, float eps,
                                         float* __restrict__ mean, float* __restrict__ rstd, float* running_mean,
                                         float* running_var, bool update, float momentum) {
-  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (ch >= c) return;
+  __shared__ Welford partial[kCombineSplit][32];
+  const int64_t ch = blockIdx.x * 32 + threadIdx.x;
   Welford w;
-  for (int64_t k = 0; k < chunks; ++k) {
-    const float n = float(min(per_chunk, rows - k * per_chunk));
-    w = welford_merge(w, Welford{n, part_mean[k * c + ch], part_m2[k * c + ch]});
+  if (ch < c) {
+    int64_t k0, k1;
+    combine_range(chunks, k0, k1);
+    for (int64_t k = k0; k < k1; ++k) {
+      const float n = float(min(per_chunk, rows - k * per_chunk));
+      w = welford_merge(w, Welford{n, part_mean[k * c + ch], part_m2[k * c + ch]});
+    }
   }
+  partial[threadIdx.y][threadIdx.x] = w;
+  __syncthreads();
+  if (threadIdx.y != 0 || ch >= c) return;
+  for (int j = 1; j < kCombineSplit; ++j) w = welford_merge(w, partial[j][threadIdx.x]);
   const float var = w.m2 / float(rows);
   mean[ch] = w.mean;
   rstd[ch] = 1.0f / sqrtf(var + eps);
@@ -151,12 +202,24 @@ template <class T>
 __global__ void grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
                                     int64_t c, float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma,
                                     T* dbeta) {
-  const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (ch >= c) return;
+  __shared__ float partial[2][kCombineSplit][32];
+  const int64_t ch = blockIdx.x * 32 + threadIdx.x;
   float s0 = 0.f, s1 = 0.f;
-  for (int64_t k = 0; k < chunks; ++k) {
-    s0 += part0[k * c + ch];
-    s1 += part1[k * c + ch];
+  if (ch < c) {
+    int64_t k0, k1;
+    combine_range(chunks, k0, k1);
+    for (int64_t k = k0; k < k1; ++k) {
+      s0 += part0[k * c + ch];
+      s1 += part1[k * c + ch];
+    }
+  }
+  partial[0][threadIdx.y][threadIdx.x] = s0;
+  partial[1][threadIdx.y][threadIdx.x] = s1;
+  __syncthreads();
+  if (threadIdx.y != 0 || ch >= c) return;
+  for (int j = 1; j < kCombineSplit; ++j) {
+    s0 += partial[0][j][threadIdx.x];
+    s1 += partial[1][j][threadIdx.x];
   }
   sum0[ch] = s0;
   sum1[ch] = s1;
@@ -172,49 +235,82 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* 
   rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
 }
 
-// BatchNorm's elementwise passes: y = xhat gamma + beta (+ residual) with xhat from act(x), and the training / eval
-// dx (times act'(x)). Element i of (rows, C) is channel i % C. kN = 1 runs element by element, kN = Pack<T>::kN
-// takes whole packs (C % kN == 0, aligned pointers: a pack never crosses a row).
+// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (kN = Pack<T>::kN when C % kN == 0 and the
+// pointers are aligned, else 1). Thread t keeps one pack, channel pack t % packs, for rows t / packs, + row_step, ...
+// (row_step * packs threads in all), so its per-channel coefficients are computed once into registers and each
+// element costs its loads and a few FMAs: the passes run at memory speed.
+struct RowWalk {
+  int64_t rows, c, row_step;
+};
+// Threads in flight: enough to fill an H100/H200 (132 SMs x 2048), so each thread holds one load of each input.
+constexpr int64_t kElemThreads = int64_t(1) << 18;
+template <int kN>
+RowWalk row_walk(int64_t rows, int64_t c) {
+  const int64_t packs = c / kN;
+  return {rows, c, std::clamp<int64_t>(kElemThreads / packs, 1, rows)};
+}
+template <int kN>
+unsigned row_walk_blocks(const RowWalk& w) {
+  return unsigned((w.c / kN * w.row_step + kElemBlock - 1) / kElemBlock);
+}
+
+// y = (act(x) - mean) * rstd * gamma + beta (+ residual).
 template <class T, int kN, NormAct A>
 __global__ void batchnorm_forward_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
                                          const T* __restrict__ beta, const float* __restrict__ mean,
                                          const float* __restrict__ rstd, const T* __restrict__ residual,
-                                         T* __restrict__ y, int64_t n, int64_t c) {
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < n / kN; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = p * kN, ch0 = i % c;
-    float v[kN], r[kN] = {};
-    load_n<kN>(x + i, v);
-    if (residual != nullptr) load_n<kN>(residual + i, r);
+                                         T* __restrict__ y, RowWalk w) {
+  const int64_t packs = w.c / kN, t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (t >= packs * w.row_step) return;
+  const int64_t ch0 = t % packs * kN;
+  float mu[kN], scale[kN], shift[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) {
-      const int64_t ch = ch0 + k;
-      v[k] = (act_value<A>(v[k]) - mean[ch]) * rstd[ch] * widen(gamma[ch]) + widen(beta[ch]) + r[k];
-    }
+  for (int k = 0; k < kN; ++k) {
+    mu[k] = mean[ch0 + k];
+    scale[k] = rstd[ch0 + k] * widen(gamma[ch0 + k]);
+    shift[k] = widen(beta[ch0 + k]);
+  }
+  for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
+    const int64_t i = r * w.c + ch0;
+    float v[kN], res[kN] = {};
+    load_n<kN>(x + i, v);
+    if (residual != nullptr) load_n<kN>(residual + i, res);
+#pragma unroll
+    for (int k = 0; k < kN; ++k) v[k] = (act_value<A>(v[k]) - mu[k]) * scale[k] + shift[k] + res[k];
     store_n<kN>(y + i, v);
   }
 }
 
+// Training: dx = g (dy - sum(dy) / rows - xhat sum(dy xhat) / rows) with g = gamma rstd and xhat = (act(x) - mean)
+// rstd, i.e. dx = g dy + slope (act(x) - mean) + offset; eval: dx = g dy. Times act'(x) either way.
 template <class T, int kN, NormAct A>
 __global__ void batchnorm_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                              const T* __restrict__ gamma, const float* __restrict__ mean,
                                              const float* __restrict__ rstd, const float* __restrict__ sum_gx,
-                                             const float* __restrict__ sum_g, T* __restrict__ dx, int64_t n, int64_t c,
-                                             float inv_rows, bool training) {
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < n / kN; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = p * kN, ch0 = i % c;
+                                             const float* __restrict__ sum_g, T* __restrict__ dx, RowWalk w,
+                                             bool training) {
+  const int64_t packs = w.c / kN, t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (t >= packs * w.row_step) return;
+  const int64_t ch0 = t % packs * kN;
+  const float inv_rows = 1.0f / float(w.rows);
+  float g[kN], mu[kN], slope[kN], offset[kN];
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    const int64_t ch = ch0 + k;
+    g[k] = widen(gamma[ch]) * rstd[ch];
+    mu[k] = mean[ch];
+    slope[k] = training ? -g[k] * rstd[ch] * sum_gx[ch] * inv_rows : 0.f;
+    offset[k] = training ? -g[k] * sum_g[ch] * inv_rows : 0.f;
+  }
+  const bool need_x = training || A != NormAct::none;
+  for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
+    const int64_t i = r * w.c + ch0;
     float d[kN], xv[kN] = {};
     load_n<kN>(dy + i, d);
-    if (training || A != NormAct::none) load_n<kN>(x + i, xv);
+    if (need_x) load_n<kN>(x + i, xv);
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
-      const int64_t ch = ch0 + k;
-      const float g = widen(gamma[ch]) * rstd[ch];
-      if (!training) {
-        d[k] = g * d[k];
-      } else {
-        const float xhat = (act_value<A>(xv[k]) - mean[ch]) * rstd[ch];
-        d[k] = g * (d[k] - sum_g[ch] * inv_rows - xhat * sum_gx[ch] * inv_rows);
-      }
+      d[k] = g[k] * d[k] + slope[k] * (act_value<A>(xv[k]) - mu[k]) + offset[k];
       if constexpr (A != NormAct::none) d[k] *= act_grad<A>(xv[k]);
     }
     store_n<kN>(dx + i, d);
@@ -274,6 +370,9 @@ __global__ void layernorm_backward_dx_kernel(const T* __restrict__ dy, const T* 
 
 // ---- launchers ------------------------------------------------------------------------------------------------
 
+// Blocks of the column partial kernel: one thread per pack, up to kColThreads packs, whole warps.
+unsigned col_threads(int64_t packs) { return unsigned(std::min<int64_t>(kColThreads, (packs + 31) / 32 * 32)); }
+unsigned col_blocks(int64_t packs) { return unsigned((packs + col_threads(packs) - 1) / col_threads(packs)); }
 unsigned channel_blocks(int64_t c) { return unsigned((c + kColThreads - 1) / kColThreads); }
 
 template <class T, ColMode M, NormAct A = NormAct::none>
@@ -282,10 +381,10 @@ void launch_column_partial(const T* a, const T* b, const float* mean, const floa
   constexpr int kN = cuda::Pack<T>::kN;
   const unsigned chunks = unsigned(chunk_count(p.rows));
   if (p.c % kN == 0 && cuda::packs_ok(a, b))
-    column_partial_kernel<T, M, A, kN><<<dim3(channel_blocks(p.c / kN), chunks), kColThreads, 0, s>>>(
+    column_partial_kernel<T, M, A, kN><<<dim3(col_blocks(p.c / kN), chunks), col_threads(p.c / kN), 0, s>>>(
         a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
   else
-    column_partial_kernel<T, M, A, 1><<<dim3(channel_blocks(p.c), chunks), kColThreads, 0, s>>>(
+    column_partial_kernel<T, M, A, 1><<<dim3(col_blocks(p.c), chunks), col_threads(p.c), 0, s>>>(
         a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
   CNN_CHECK_LAUNCH("norm column partial sums");
 }
@@ -303,29 +402,32 @@ Ws split(float* ws, const NormParams& p) {
 template <class T, NormAct A>
 void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd,
                        const T* residual, T* y, const NormParams& p, cudaStream_t s) {
-  const int64_t n = p.rows * p.c;
   constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y))
+  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y)) {
+    const RowWalk w = row_walk<kN>(p.rows, p.c);
     batchnorm_forward_kernel<T, kN, A>
-        <<<grid_for(n / kN, kElemBlock, 32768), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, n, p.c);
-  else
+        <<<row_walk_blocks<kN>(w), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, w);
+  } else {
+    const RowWalk w = row_walk<1>(p.rows, p.c);
     batchnorm_forward_kernel<T, 1, A>
-        <<<grid_for(n, kElemBlock), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, n, p.c);
+        <<<row_walk_blocks<1>(w), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, w);
+  }
   CNN_CHECK_LAUNCH("batchnorm_forward");
 }
 
 template <class T, NormAct A>
 void launch_bn_backward_dx(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, const Ws& w,
                            T* dx, const NormParams& p, bool training, cudaStream_t s) {
-  const int64_t n = p.rows * p.c;
   constexpr int kN = cuda::Pack<T>::kN;
-  const float inv_rows = 1.0f / float(p.rows);
-  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx))
-    batchnorm_backward_dx_kernel<T, kN, A><<<grid_for(n / kN, kElemBlock, 32768), kElemBlock, 0, s>>>(
-        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, n, p.c, inv_rows, training);
-  else
-    batchnorm_backward_dx_kernel<T, 1, A><<<grid_for(n, kElemBlock), kElemBlock, 0, s>>>(
-        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, n, p.c, inv_rows, training);
+  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx)) {
+    const RowWalk rw = row_walk<kN>(p.rows, p.c);
+    batchnorm_backward_dx_kernel<T, kN, A><<<row_walk_blocks<kN>(rw), kElemBlock, 0, s>>>(
+        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, rw, training);
+  } else {
+    const RowWalk rw = row_walk<1>(p.rows, p.c);
+    batchnorm_backward_dx_kernel<T, 1, A><<<row_walk_blocks<1>(rw), kElemBlock, 0, s>>>(
+        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, rw, training);
+  }
   CNN_CHECK_LAUNCH("batchnorm_backward dx");
 }
 
@@ -364,8 +466,8 @@ void layernorm_backward_cuda(const T* dy, const T* x, const T* gamma, const floa
   if (dgamma == nullptr && dbeta == nullptr) return;
   const Ws w = split(workspace, p);
   launch_column_partial<T, ColMode::grad_row_stats>(dy, x, mean, rstd, p, w.part0, w.part1, s);
-  grad_combine_kernel<T><<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c, w.sum0,
-                                                                     w.sum1, dgamma, dbeta);
+  grad_combine_kernel<T><<<combine_grid(p.c), kCombineBlock, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c,
+                                                                     w.sum0, w.sum1, dgamma, dbeta);
   CNN_CHECK_LAUNCH("layernorm_backward dgamma/dbeta");
 }
 
@@ -381,7 +483,7 @@ void batchnorm_act_stats_cuda(const T* x, NormAct act, float* mean, float* rstd,
     launch_column_partial<T, ColMode::welford, decltype(a)::value>(x, nullptr, nullptr, nullptr, p, w.part0, w.part1,
                                                                    s);
   });
-  bn_stats_combine_kernel<<<channel_blocks(p.c), kColThreads, 0, s>>>(
+  bn_stats_combine_kernel<<<combine_grid(p.c), kCombineBlock, 0, s>>>(
       w.part0, w.part1, chunk_count(p.rows), rows_per_chunk(p.rows), p.c, p.rows, float(p.eps), mean, rstd,
       running_mean, running_var, u.update_running, float(u.momentum));
   CNN_CHECK_LAUNCH("batchnorm statistics");
@@ -424,7 +526,7 @@ void batchnorm_act_backward_cuda(const T* dy, const T* x, NormAct act, const T* 
   dispatch_act(act, [&](auto a) {
     launch_column_partial<T, ColMode::grad_channel_stats, decltype(a)::value>(dy, x, mean, rstd, p, w.part0, w.part1,
                                                                               s);
-    grad_combine_kernel<T><<<channel_blocks(p.c), kColThreads, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c,
+    grad_combine_kernel<T><<<combine_grid(p.c), kCombineBlock, 0, s>>>(w.part0, w.part1, chunk_count(p.rows), p.c,
                                                                        w.sum0, w.sum1, dgamma, dbeta);
     CNN_CHECK_LAUNCH("batchnorm_backward dgamma/dbeta");
     if (dx != nullptr) launch_bn_backward_dx<T, decltype(a)::value>(dy, x, gamma, mean, rstd, w, dx, p, training, s);
