@@ -1,9 +1,10 @@
-// Rung 5, register blocking along the row: rung 4's kernel with a block of 16 outputs x 2 channels per thread
-// instead of 8 x 4. The data registers stay those of rung 4 (16 float2 accumulators and a 16-entry float2 window =
-// 32 + 32 floats) and the kernel is held to 128 registers (4 blocks, 16 warps per SM), but each input element is now
-// loaded for 16 outputs instead of 8: per FMA half the bytes through L1 and shared memory (0.5 instead of 1), and
-// TM + FW - 1 loads per TM outputs per filter row (2.9 instead of 4.75 per output at 31x31). A block of 16 x 4
-// would do the same at twice the data registers and half the warps per SM.
+// Rung 5, register blocking along the row: rung 4's kernel with a block of 16 outputs x 4 channels per thread instead
+// of 8 x 4, and a window ring of 32 columns (2 * TM) instead of 16. Each input element loaded now feeds 16 outputs
+// instead of 8: per FMA half the bytes through L1 and shared memory, and TM + FW - 1 loads per TM outputs per filter
+// row (2.9 instead of 4.75 per output at 31x31). The ring gives each load TM taps (16 x 64 FMAs) to arrive before its
+// first use, where rung 4's window of exactly TM columns uses it one tap later. The price is registers: 64
+// accumulators and a 128-float window take the 255 allowed, so an SM holds 8 warps (rung 4: 16), which pays where the
+// filter is wide enough to reuse each load many times.
 #include "teach/dwconv/gemv_row.cuh"
 
 namespace cnn::teach {
@@ -13,7 +14,7 @@ std::string forward_register_block_unsupported(const DwconvParams& p, const void
 }
 
 void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream) {
-  launch_gemv_row<16, float2, 4>("teach forward_register_block", x, w, y, p, stream);
+  launch_gemv_row<16, float4, 0, 2>("teach forward_register_block", x, w, y, p, stream);
 }
 
 }  // namespace cnn::teach

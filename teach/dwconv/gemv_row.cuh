@@ -21,7 +21,7 @@ constexpr int gemv_tile_rows() {
   return kGemvThreads / (kGemvChannels / V) / (kGemvTileW / TM);
 }
 
-template <int FW, int TM, class Vec, int kMinBlocks>
+template <int FW, int TM, class Vec, int kMinBlocks, int kRing>
 __global__ void __launch_bounds__(kGemvThreads, kMinBlocks)
     gemv_row_kernel(const Vec* __restrict__ x, const Vec* __restrict__ w, Vec* __restrict__ y, DwconvParams p,
                     int out_h, int out_w, int tiles_w) {
@@ -50,24 +50,27 @@ __global__ void __launch_bounds__(kGemvThreads, kMinBlocks)
     auto load = [&](int u) {
       return load_ordered_or_zero(x_row, (iw0 + u) * groups, unsigned(iw0 + u) < unsigned(p.iw));
     };
-    Vec window[TM];  // window[u % TM] holds input column iw0 + u
+    // The window is a ring of R = kRing * TM registers: window[u % R] holds input column iw0 + u. At tap s the
+    // window holds columns s .. s+R-1, of which the tap uses s .. s+TM-1; afterwards column s's register takes
+    // column s + R. With kRing = 1 that load is used by the very next tap; with kRing = 2 it has TM taps to arrive.
+    constexpr int R = kRing * TM, kFirst = R < TM + FW - 1 ? R : TM + FW - 1;
+    Vec window[R];
 #pragma unroll
-    for (int u = 0; u < TM; ++u) window[u] = load(u);
-    // Tap s: the window holds columns s .. s+TM-1; multiply, then column s's register takes column s + TM.
-    // `ring` = s % TM is a constant in every unrolled copy, so all window indices resolve to registers.
+    for (int u = 0; u < kFirst; ++u) window[u] = load(u);
+    // `ring` = s % R is a constant in every unrolled copy, so all window indices resolve to registers.
     auto tap_step = [&](int s, int ring) {
       const Vec tap = taps[s][q];
 #pragma unroll
-      for (int t = 0; t < TM; ++t) fma_vec(acc[t], window[(t + ring) % TM], tap);
-      window[ring] = load(s + TM);  // past the last column needed, this reads a neighbour or zero: harmless
+      for (int t = 0; t < TM; ++t) fma_vec(acc[t], window[(t + ring) % R], tap);
+      if (s + R < TM + FW - 1) window[ring] = load(s + R);  // only columns a later tap uses
     };
-    // Taps in blocks of TM (a rolled loop, so the compiler cannot hoist every load of the row), then the rest.
+    // Taps in blocks of R (a rolled loop, so the compiler cannot hoist every load of the row), then the rest.
 #pragma unroll 1
-    for (int s0 = 0; s0 + TM <= FW; s0 += TM)
+    for (int s0 = 0; s0 + R <= FW; s0 += R)
 #pragma unroll
-      for (int s = 0; s < TM; ++s) tap_step(s0 + s, s);
+      for (int s = 0; s < R; ++s) tap_step(s0 + s, s);
 #pragma unroll
-    for (int s = 0; s < FW % TM; ++s) tap_step(FW / TM * TM + s, s);
+    for (int s = 0; s < FW % R; ++s) tap_step(FW / R * R + s, s);
   }
   if (!active) return;
 #pragma unroll
@@ -83,9 +86,10 @@ inline std::string gemv_unsupported(const DwconvParams& p, const void* x, const 
   return why;
 }
 
-// TM outputs per thread, channel vectors of type Vec (float4 or float2); kMinBlocks > 0 caps the registers so that
-// that many blocks of 128 threads fit an SM (65536 / (128 * kMinBlocks) per thread), 0 leaves them to the compiler.
-template <int TM, class Vec, int kMinBlocks = 0>
+// TM outputs per thread, channel vectors of type Vec (float4 or float2), a window ring of kRing * TM columns;
+// kMinBlocks > 0 caps the registers so that that many blocks of 128 threads fit an SM (65536 / (128 * kMinBlocks)
+// per thread), 0 leaves them to the compiler.
+template <int TM, class Vec, int kMinBlocks = 0, int kRing = 1>
 void launch_gemv_row(const char* op, const float* x, const float* w, float* y, const DwconvParams& p,
                      cudaStream_t stream) {
   check_rung(op, p, x, w, y, gemv_unsupported(p, x, w, y));
@@ -94,7 +98,7 @@ void launch_gemv_row(const char* op, const float* x, const float* w, float* y, c
   const dim3 grid(unsigned(p.n * ceil_div(p.oh(), gemv_tile_rows<TM, V>()) * tiles_w),
                   unsigned(ceil_div(p.c, kGemvChannels)));
   with_window_width(p.fw, [&](auto fw) {
-    gemv_row_kernel<decltype(fw)::value, TM, Vec, kMinBlocks>
+    gemv_row_kernel<decltype(fw)::value, TM, Vec, kMinBlocks, kRing>
         <<<grid, kGemvThreads, 0, stream>>>(reinterpret_cast<const Vec*>(x), reinterpret_cast<const Vec*>(w),
                                             reinterpret_cast<Vec*>(y), p, p.oh(), p.ow(), tiles_w);
   });

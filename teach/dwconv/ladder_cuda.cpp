@@ -17,7 +17,7 @@ const std::vector<GpuRung>& gpu_rungs() {
        forward_smem_tile_unsupported, forward_smem_tile_cuda, nullptr},
       {4, "gemv", "row of 8 outputs as a GEMV, input window sliding in registers", DType::f32, forward_gemv_unsupported,
        forward_gemv_cuda, nullptr},
-      {5, "register_block", "the GEMV with a 16-output x 2-channel register block per thread", DType::f32,
+      {5, "register_block", "the GEMV with a 16-output x 4-channel register block and a 2*TM window ring", DType::f32,
        forward_register_block_unsupported, forward_register_block_cuda, nullptr},
       {6, "tensor_core", "16 GEMVs as one banded m16n8k16 FP16 MMA (FP32 accumulation)", DType::f16,
        forward_tensor_core_unsupported, nullptr, forward_tensor_core_cuda},

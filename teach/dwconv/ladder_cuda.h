@@ -26,7 +26,7 @@ void forward_channel_vectors_cuda(const float* x, const float* w, float* y, cons
 void forward_smem_tile_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 4: Flash-DWC's GEMV: 8 outputs of a row per thread, the input window sliding through registers.
 void forward_gemv_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
-// 5: the GEMV with a 16-output x 2-channel register block per thread (half the bytes per FMA).
+// 5: the GEMV with a 16-output x 4-channel register block per thread and a 32-column window ring.
 void forward_register_block_cuda(const float* x, const float* w, float* y, const DwconvParams& p, cudaStream_t stream);
 // 6: GEMV-to-GEMM on tensor cores: 16 row-GEMVs of one channel as one banded m16n8k16 FP16 MMA (FP32 accumulate).
 void forward_tensor_core_cuda(const __half* x, const __half* w, __half* y, const DwconvParams& p, cudaStream_t stream);
