@@ -72,6 +72,11 @@ constexpr int kF16RingMaxFw = kTcRingMaxFw;
 constexpr int kRingPairsMinFw = 9;
 
 int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      // the widest tile the row fills
+// Tall strips of at most kCcMaxFw columns (SLaK's FK x 5) hold FH * FW taps per output, enough work for the tensor
+// cores once a row fills the ring kernel's widest tile: at 51x5 / 49x5 on 64- and 32-wide rows the ring kernel took
+// 0.56x / 0.63x the register kernel's time; at 47x5 on 16-wide rows 1.05x, at 13x5 on 8-wide rows 1.7x (H200 A/B
+// of dwconv-bench --kernel fwd=ring). Strips shorter than 3 FW were not measured and stay on the register kernel.
+bool f16_tall_strip_ring_wins(const ConvGeometry& g) { return g.fh >= 3 * g.fw && ring_q(g.out_w) == 4; }
 int tc_theta(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }    // the widest tile the row fills
 int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   // groups of 8 outputs the row fills
 
@@ -237,7 +242,7 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvPara
   if (!o.fwd) {
     if (!eligible) return Kernel::direct;
     return tma_wins(g, true)             ? Kernel::fwd_tma_cc
-           : g.fw <= kF16CudaCoreMaxFw   ? Kernel::fwd_cc_f16
+           : g.fw <= kF16CudaCoreMaxFw && !f16_tall_strip_ring_wins(g) ? Kernel::fwd_cc_f16
            : g.fw <= kF16RingMaxFw       ? Kernel::fwd_tc_ring
                                          : Kernel::fwd_tc;
   }
