@@ -122,6 +122,10 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
 
   std::unordered_map<AutogradMeta*, Tensor> grads;
   grads.emplace(root_meta, seed.to(root.dtype()));
+  // Without retain_graph each node's closure is dropped once it has run (or been passed over), so the activations it
+  // saved are freed as the replay moves back through the step rather than all at its end: the step's peak memory is
+  // then the forward's saved tensors, not those plus every gradient the backward makes.
+  if (!retain_graph) freed_ = true;
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
     Node& node = *it;
     std::vector<Tensor> grad_out;
@@ -136,13 +140,18 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
         grad_out.push_back(Tensor());
       }
     }
-    if (!any) continue;
+    if (!any) {
+      if (!retain_graph) node.backward = nullptr;
+      continue;
+    }
     for (size_t i = 0; i < grad_out.size(); ++i) {
       const OutputSlot& o = node.outputs[i];
       if (!grad_out[i].defined()) grad_out[i] = Tensor::zeros(o.shape, o.dtype, o.device, "zero grad");
     }
     if (observer_ != nullptr) observer_->on_node_begin(node.op, node.tag);
     std::vector<Tensor> grad_in = node.backward(grad_out);
+    if (!retain_graph) node.backward = nullptr;
+    grad_out.clear();
     if (observer_ != nullptr) observer_->on_node_end(node.op, node.tag);
     CNN_CHECK(grad_in.size() == node.inputs.size(), "Tape::backward(", node.op, "): backward returned ", grad_in.size(),
               " gradients for ", node.inputs.size(), " inputs");
@@ -158,10 +167,7 @@ void Tape::backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
       }
     }
   }
-  if (!retain_graph) {
-    nodes_.clear();
-    freed_ = true;
-  }
+  if (!retain_graph) nodes_.clear();
   if (observer_ != nullptr) observer_->on_backward_end();
 }
 

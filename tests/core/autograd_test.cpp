@@ -110,6 +110,29 @@ TEST(Autograd, OnlyInputsRequiringGradReceiveGradients) {
   EXPECT_FALSE(c.grad().defined());
 }
 
+// Each node's saved tensors are released as soon as its closure has run: by the time the first node of a chain runs,
+// the tensors saved by the later nodes are gone (the step's memory peak does not carry them through the backward).
+// With retain_graph they stay for the second replay.
+TEST(Autograd, SavedTensorsAreReleasedAsTheReplayPassesTheirNode) {
+  for (bool retain : {false, true}) {
+    Tensor x = vec({1, 2}, true);
+    Tape tape;
+    Tensor saved = Tensor::full({2}, 5.0, DType::f32);  // held by the second node's closure and by this test
+    Tensor h = x.clone(), y = x.clone();
+    tape.record("first", {&x}, {&h}, [&](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      EXPECT_EQ(saved.storage().use_count(), retain ? 2 : 1) << "retain " << retain;
+      return {g[0].clone()};
+    });
+    tape.record("second", {&h}, {&y}, [saved](const std::vector<Tensor>&) -> std::vector<Tensor> {
+      return {saved.clone()};  // a gradient that reads the saved tensor
+    });
+    EXPECT_EQ(saved.storage().use_count(), 2);
+    tape.backward(y, Tensor::full({2}, 1.0, DType::f32), retain);
+    EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{5, 5}));
+    EXPECT_EQ(saved.storage().use_count(), retain ? 2 : 1);
+  }
+}
+
 TEST(Autograd, CustomNodeRecordsLikeLayersWill) {
   // A layer defined outside layers/functional records the same way: inputs, outputs, closure.
   Tensor x = vec({1, 2}, true);
