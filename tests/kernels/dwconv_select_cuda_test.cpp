@@ -111,12 +111,12 @@ TEST(DwconvSelectGpu, Fp16Plans) {
   EXPECT_TRUE(five.kernel == Kernel::fwd_tma_cc && five.tma.rows_per_thread == 2 && five.tma.stages == 2);
   EXPECT_EQ(fwd(same_pad(1, 64, 34, 72, 30, 3)).tma.tile_cols, 8);  // the wide window ring does not fit
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 5, 3)).kernel, Kernel::fwd_cc_f16);
-  // Tall FK x 5 strips: the ring kernel once the row fills its widest tile (24 outputs), the register kernel below
-  // that and for strips shorter than three times their width.
+  // Tall FH x 5 strips (FH >= 9): the ring kernel once the row fills its widest tile (24 outputs), the register
+  // kernel below that and for shorter strips.
   EXPECT_EQ(fwd(same_pad(1, 17, 24, 72, 51, 5)).kernel, Kernel::fwd_tc_ring);
   EXPECT_EQ(fwd(same_pad(1, 17, 23, 72, 51, 5)).kernel, Kernel::fwd_cc_f16);
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 15, 5)).kernel, Kernel::fwd_tc_ring);
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 13, 5)).kernel, Kernel::fwd_cc_f16);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 9, 5)).kernel, Kernel::fwd_tc_ring);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 5)).kernel, Kernel::fwd_cc_f16);
   for (int f : {6, 7, 8}) EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, f, f)).ring_mma, RingMma::taps) << f;
   for (int f : {9, 13, 31, 51, 64}) {
     const Plan plan = fwd(same_pad(1, 17, 34, 72, f, f));

@@ -72,11 +72,12 @@ constexpr int kF16RingMaxFw = kTcRingMaxFw;
 constexpr int kRingPairsMinFw = 9;
 
 int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      // the widest tile the row fills
-// Tall strips of at most kCcMaxFw columns (SLaK's FK x 5) hold FH * FW taps per output, enough work for the tensor
-// cores once a row fills the ring kernel's widest tile: at 51x5 / 49x5 on 64- and 32-wide rows the ring kernel took
-// 0.56x / 0.63x the register kernel's time; at 47x5 on 16-wide rows 1.05x, at 13x5 on 8-wide rows 1.7x (H200 A/B
-// of dwconv-bench --kernel fwd=ring). Strips shorter than 3 FW were not measured and stay on the register kernel.
-bool f16_tall_strip_ring_wins(const ConvGeometry& g) { return g.fh >= 3 * g.fw && ring_q(g.out_w) == 4; }
+// Tall FH x 5 strips (SLaK's FK x 5) hold 5 FH taps per output, enough work for the tensor cores once a row fills
+// the ring kernel's widest tile. H200, FP16, ring / register kernel time: 51x5 and 49x5 on 64- and 32-wide rows
+// 0.56x / 0.63x, 47x5 on 16-wide rows 1.05x, 13x5 on 8-wide rows 1.7x. On the wide rows the ring kernel's 15x5 ran
+// faster than the register kernel's 9x5 (0.136 / 0.142 ms at 64x64x128, 0.071 / 0.075 at 32x32x256), so from 9 rows
+// up the ring kernel wins; shorter strips (7x5 and below) were not compared and keep the register kernel.
+bool f16_tall_strip_ring_wins(const ConvGeometry& g) { return g.fw == 5 && g.fh >= 9 && ring_q(g.out_w) == 4; }
 int tc_theta(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }    // the widest tile the row fills
 int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   // groups of 8 outputs the row fills
 
