@@ -13,6 +13,7 @@
 #include "data/image_decode.h"
 #include "data/loader.h"
 #include "tests/data/jpeg_tree.h"
+#include "tests/support/numeric.h"
 
 namespace cnn {
 namespace {
@@ -94,22 +95,18 @@ TEST_F(BadTree, TheStoppingErrorNamesTheSampleThatCrossedTheBudget) {
   c.transform.image_size = 8;
   data::DataLoader loader(ds, c);
   loader.start_epoch(0);
-  try {
+  const std::string msg = test::error_of([&] {
     while (loader.next()) {
     }
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("2 of 10 samples are bad, more than the 1 that max_bad_fraction 0.01 allows"),
-              std::string::npos)
-        << msg;
-    // The sample named as crossing the budget is the one whose reason follows.
-    const size_t at = msg.find("crossed it: ");
-    ASSERT_NE(at, std::string::npos) << msg;
-    const std::string named = msg.substr(msg.find("(", msg.find("sample ", msg.find("allows;"))) + 1);
-    const std::string file = named.substr(0, named.find(')'));
-    EXPECT_NE(msg.find(file, at), std::string::npos) << msg;
-  }
+  });
+  EXPECT_NE(msg.find("2 of 10 samples are bad, more than the 1 that max_bad_fraction 0.01 allows"), std::string::npos)
+      << msg;
+  // The sample named as crossing the budget is the one whose reason follows.
+  const size_t at = msg.find("crossed it: ");
+  ASSERT_NE(at, std::string::npos) << msg;
+  const std::string named = msg.substr(msg.find("(", msg.find("sample ", msg.find("allows;"))) + 1);
+  const std::string file = named.substr(0, named.find(')'));
+  EXPECT_NE(msg.find(file, at), std::string::npos) << msg;
 }
 
 TEST(BadSampleBudget, AtLeastOneWhenTheFractionIsPositive) {

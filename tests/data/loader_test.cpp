@@ -221,16 +221,13 @@ TEST_F(Loader, TooManyBadFilesStopWithAClearError) {
   c.max_bad_fraction = 0.02;  // 1.2 of 60 samples allowed: the second bad one stops the run
   data::DataLoader loader(ds, c);
   loader.start_epoch(0);
-  try {
+  const std::string msg = test::error_of([&] {
     while (loader.next()) {
     }
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("2 of 60 samples are bad"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("max_bad_fraction"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("img_00"), std::string::npos) << msg;
-  }
+  });
+  EXPECT_NE(msg.find("2 of 60 samples are bad"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_bad_fraction"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("img_00"), std::string::npos) << msg;
 }
 
 TEST_F(Loader, HalfPrecisionMatchesFloat) {
