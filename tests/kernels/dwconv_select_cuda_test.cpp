@@ -31,12 +31,12 @@ std::string error_of(const std::string& text) {
 TEST(DwconvSelect, ParsesEveryOverrideKey) {
   const Overrides o = parse_overrides(
       "fwd=ring,bfc=strip,gemv=16+ring+whole,tma_lane=8,tma_rows=2,tma_cols=16,tma_stages=4,ring_mma=taps,"
-      "cc_groups=2,bfc_tile=3x13,pad=off,verbose",
+      "ring_q=2,cc_groups=2,bfc_tile=3x13,pad=off,verbose",
       "VAR");
   EXPECT_TRUE(o.fwd == Kernel::fwd_tc_ring && o.bfc == Kernel::bfc_strip_f16);
   EXPECT_TRUE(o.gemv && o.gemv->tm == 16 && o.gemv->prefetch && o.gemv->whole_filter);
   EXPECT_TRUE(o.tma_lane == 8 && o.tma_rows == 2 && o.tma_cols == 16 && o.tma_stages == 4);
-  EXPECT_TRUE(o.ring_mma == RingMma::taps && o.cc_groups == 2 && o.verbose);
+  EXPECT_TRUE(o.ring_mma == RingMma::taps && o.ring_q == 2 && o.cc_groups == 2 && o.verbose);
   EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
   const Overrides empty = parse_overrides("", "VAR");
@@ -53,7 +53,7 @@ TEST(DwconvSelect, RejectsBadOverridesNamingTheKey) {
                                   std::pair{"tma_stages=5", "tma_stages"}, std::pair{"ring_mma=k16", "ring_mma"},
                                   std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
                                   std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"},
-                                  std::pair{"pad=yes", "pad"}}) {
+                                  std::pair{"pad=yes", "pad"}, std::pair{"ring_q=3", "ring_q"}}) {
     const std::string e = error_of(text);
     EXPECT_EQ(e.rfind("VAR", 0), 0u) << text << ": '" << e << "'";
     EXPECT_NE(e.find(key), std::string::npos) << text << ": '" << e << "'";

@@ -193,6 +193,8 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
   } else if (key == "ring_mma") {
     if (value != "taps" && value != "pairs") bad_override(what, "ring_mma must be taps|pairs, got '", value, "'");
     o.ring_mma = value == "taps" ? RingMma::taps : RingMma::pairs;
+  } else if (key == "ring_q") {
+    o.ring_q = parse_choice(key, value, {1, 2, 4}, what);
   } else if (key == "cc_groups") {
     o.cc_groups = parse_choice(key, value, {1, 2, 4}, what);
   } else if (key == "bfc_tile") {
@@ -202,8 +204,8 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
     o.pad = value == "on";
   } else {
     bad_override(what, "unknown key '", key,
-                 "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, cc_groups, bfc_tile, "
-                 "pad, verbose)");
+                 "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, ring_q, cc_groups, "
+                 "bfc_tile, pad, verbose)");
   }
 }
 
@@ -264,7 +266,7 @@ void configure(Plan& plan, bool f16, const Overrides& o) {
     case Kernel::fwd_gemv: plan.gemv = o.gemv ? *o.gemv : gemv_config(g); break;
     case Kernel::fwd_cc_f16: plan.cc_groups = o.cc_groups ? o.cc_groups : cc_groups(g.out_w); break;
     case Kernel::fwd_tc_ring:
-      plan.ring_q = ring_q(g.out_w);
+      plan.ring_q = o.ring_q ? o.ring_q : ring_q(g.out_w);
       plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
       break;
     case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;

@@ -36,7 +36,7 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 //   bfc=tile|strip|rowwarp                  the FP16 backward-filter kernel (FP32 always runs tile)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
-//   ring_mma=taps|pairs  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
+//   ring_mma=taps|pairs  ring_q=1|2|4  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
 //   pad=on|off                              channel padding (Plan::padded_c) wherever it can run / never
 //   verbose                                 log each new (op, shape) -> plan line on stderr
 // A forced kernel that cannot run the shape is an error naming the override, never a silent fallback.
@@ -46,6 +46,7 @@ struct Overrides {
   std::optional<GemvConfig> gemv;
   int tma_lane = 0, tma_rows = 0, tma_cols = 0, tma_stages = 0;  // 0: select's choice
   std::optional<RingMma> ring_mma;
+  int ring_q = 0;  // 0: select's choice
   int cc_groups = 0;
   BfcTile bfc_tile{0, 0};  // r = 0: the planner's tile
   std::optional<bool> pad;
