@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 namespace cnn::test {
 
@@ -22,6 +24,12 @@ RunResult run_command(const std::string& command_line) {
   const int status = ::pclose(p);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+std::string binary_path(const std::string& built) {
+  const char* dir = std::getenv("CNN_BIN_DIR");
+  if (dir == nullptr || *dir == '\0') return built;
+  return (std::filesystem::path(dir) / std::filesystem::path(built).filename()).string();
 }
 
 }  // namespace cnn::test

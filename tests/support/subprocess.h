@@ -12,4 +12,8 @@ struct RunResult {
 
 RunResult run_command(const std::string& command_line);
 
+// A built binary: CMake's path `built`, or the file of the same name in $CNN_BIN_DIR when that is set (the GPU machine
+// runs the bundle's copies, not the build folder's).
+std::string binary_path(const std::string& built);
+
 }  // namespace cnn::test

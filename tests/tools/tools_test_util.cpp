@@ -17,7 +17,7 @@ namespace cnn::test {
 namespace fs = std::filesystem;
 
 RunResult run_tool(const std::string& tool, const std::string& args) {
-  return run_command(std::string(CNN_BIN_DIR) + "/" + tool + " " + args);
+  return run_command(binary_path(std::string(CNN_BIN_DIR) + "/" + tool) + " " + args);
 }
 
 std::string tool_scratch_dir() {

@@ -2,6 +2,7 @@
 // output naming the flag / file:line:col and key, and a non-zero exit status.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -33,6 +34,21 @@ void expect_one_line_error(const ErrorCase& c) {
 std::string write(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
   return path;
+}
+
+// The binaries the tests run come from $CNN_BIN_DIR when it is set (the GPU machine's bundle), else from the build.
+TEST(TrainCli, BinariesComeFromCnnBinDirWhenSet) {
+  const char* saved = std::getenv("CNN_BIN_DIR");
+  const std::string keep = saved ? saved : "";
+  unsetenv("CNN_BIN_DIR");
+  EXPECT_EQ(binary_path("/build/bin/cnn-train"), "/build/bin/cnn-train");
+  setenv("CNN_BIN_DIR", "/bundle/bin", 1);
+  EXPECT_EQ(binary_path("/build/bin/cnn-train"), "/bundle/bin/cnn-train");
+  if (saved) {
+    setenv("CNN_BIN_DIR", keep.c_str(), 1);
+  } else {
+    unsetenv("CNN_BIN_DIR");
+  }
 }
 
 TEST(TrainCli, FlagErrors) {

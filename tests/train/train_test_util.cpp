@@ -10,9 +10,11 @@ namespace cnn::test {
 
 namespace fs = std::filesystem;
 
-RunResult run_train(const std::string& args) { return run_command(std::string(CNN_TRAIN_BIN) + " " + args); }
+RunResult run_train(const std::string& args) { return run_binary(CNN_TRAIN_BIN, args); }
 
-RunResult run_binary(const std::string& binary, const std::string& args) { return run_command(binary + " " + args); }
+RunResult run_binary(const std::string& binary, const std::string& args) {
+  return run_command(binary_path(binary) + " " + args);
+}
 
 std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

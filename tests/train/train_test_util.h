@@ -13,7 +13,7 @@ namespace cnn::test {
 
 // Runs `cnn-train <args>` with stdout and stderr captured.
 RunResult run_train(const std::string& args);
-// Runs `binary <args>` likewise (cnn-compare, cnn-plot).
+// Runs `binary <args>` likewise (cnn-compare, cnn-plot; resolved by binary_path, tests/support/subprocess.h).
 RunResult run_binary(const std::string& binary, const std::string& args);
 
 // A fresh empty folder under the test temp dir, named after the running test.
