@@ -244,15 +244,6 @@ struct RowWalk {
 };
 // Threads in flight: enough to fill an H100/H200 (132 SMs x 2048), so each thread holds one load of each input.
 constexpr int64_t kElemThreads = int64_t(1) << 18;
-template <int kN>
-RowWalk row_walk(int64_t rows, int64_t c) {
-  const int64_t packs = c / kN;
-  return {rows, c, std::clamp<int64_t>(kElemThreads / packs, 1, rows)};
-}
-template <int kN>
-unsigned row_walk_blocks(const RowWalk& w) {
-  return unsigned((w.c / kN * w.row_step + kElemBlock - 1) / kElemBlock);
-}
 
 // y = (act(x) - mean) * rstd * gamma + beta (+ residual).
 template <class T, int kN, NormAct A>
@@ -287,8 +278,8 @@ template <class T, int kN, NormAct A>
 __global__ void batchnorm_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                              const T* __restrict__ gamma, const float* __restrict__ mean,
                                              const float* __restrict__ rstd, const float* __restrict__ sum_gx,
-                                             const float* __restrict__ sum_g, T* __restrict__ dx, RowWalk w,
-                                             bool training) {
+                                             const float* __restrict__ sum_g, T* __restrict__ dx, bool training,
+                                             RowWalk w) {
   const int64_t packs = w.c / kN, t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (t >= packs * w.row_step) return;
   const int64_t ch0 = t % packs * kN;
@@ -375,6 +366,14 @@ unsigned col_threads(int64_t packs) { return unsigned(std::min<int64_t>(kColThre
 unsigned col_blocks(int64_t packs) { return unsigned((packs + col_threads(packs) - 1) / col_threads(packs)); }
 unsigned channel_blocks(int64_t c) { return unsigned((c + kColThreads - 1) / kColThreads); }
 
+// Launches an elementwise BatchNorm kernel (kN-channel packs) over p's rows: args..., then its RowWalk.
+template <int kN, class Kernel, class... Args>
+void launch_row_walk(Kernel kernel, const NormParams& p, cudaStream_t s, Args... args) {
+  const int64_t packs = p.c / kN;
+  const RowWalk w{p.rows, p.c, std::clamp<int64_t>(kElemThreads / packs, 1, p.rows)};
+  kernel<<<unsigned((packs * w.row_step + kElemBlock - 1) / kElemBlock), kElemBlock, 0, s>>>(args..., w);
+}
+
 template <class T, ColMode M, NormAct A = NormAct::none>
 void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
                            float* part0, float* part1, cudaStream_t s) {
@@ -403,15 +402,10 @@ template <class T, NormAct A>
 void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd,
                        const T* residual, T* y, const NormParams& p, cudaStream_t s) {
   constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y)) {
-    const RowWalk w = row_walk<kN>(p.rows, p.c);
-    batchnorm_forward_kernel<T, kN, A>
-        <<<row_walk_blocks<kN>(w), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, w);
-  } else {
-    const RowWalk w = row_walk<1>(p.rows, p.c);
-    batchnorm_forward_kernel<T, 1, A>
-        <<<row_walk_blocks<1>(w), kElemBlock, 0, s>>>(x, gamma, beta, mean, rstd, residual, y, w);
-  }
+  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y))
+    launch_row_walk<kN>(batchnorm_forward_kernel<T, kN, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
+  else
+    launch_row_walk<1>(batchnorm_forward_kernel<T, 1, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
   CNN_CHECK_LAUNCH("batchnorm_forward");
 }
 
@@ -419,15 +413,12 @@ template <class T, NormAct A>
 void launch_bn_backward_dx(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, const Ws& w,
                            T* dx, const NormParams& p, bool training, cudaStream_t s) {
   constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx)) {
-    const RowWalk rw = row_walk<kN>(p.rows, p.c);
-    batchnorm_backward_dx_kernel<T, kN, A><<<row_walk_blocks<kN>(rw), kElemBlock, 0, s>>>(
-        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, rw, training);
-  } else {
-    const RowWalk rw = row_walk<1>(p.rows, p.c);
-    batchnorm_backward_dx_kernel<T, 1, A><<<row_walk_blocks<1>(rw), kElemBlock, 0, s>>>(
-        dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx, rw, training);
-  }
+  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx))
+    launch_row_walk<kN>(batchnorm_backward_dx_kernel<T, kN, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
+                        training);
+  else
+    launch_row_walk<1>(batchnorm_backward_dx_kernel<T, 1, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
+                       training);
   CNN_CHECK_LAUNCH("batchnorm_backward dx");
 }
 
