@@ -21,8 +21,10 @@ inline void add_model_flags(CLI::App& app, std::string& model, std::string& chec
       ->type_name("FILE");
 }
 
+// `oom_hint`: what an out-of-memory error suggests, for tools that take --batch-size.
 template <class Run>
-int run_cli(CLI::App& app, int argc, char** argv, const char* tool, Run run) {
+int run_cli(CLI::App& app, int argc, char** argv, const char* tool, Run run,
+            const char* oom_hint = "try a smaller --batch-size") {
   bool debug = false;
   app.add_flag("--debug", debug, "append the failed condition and source place to internal errors (or CNN_DEBUG=1)");
   try {
@@ -33,12 +35,12 @@ int run_cli(CLI::App& app, int argc, char** argv, const char* tool, Run run) {
     return 2;
   }
   if (debug) set_debug_locations(true);
-  const std::string oom_hint = app.get_option_no_throw("--batch-size") != nullptr ? "try a smaller --batch-size" : "";
+  const std::string hint = app.get_option_no_throw("--batch-size") != nullptr ? oom_hint : "";
   try {
     return run();
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", tool, user_error_text(e, oom_hint).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", tool, user_error_text(e, hint).c_str());
     return 1;
   }
 }
