@@ -3,10 +3,9 @@
 
 #include <unistd.h>
 
-#include "core/device_memory.h"
-
 #include <cctype>
 
+#include "core/device_memory.h"
 #include "core/error.h"
 
 namespace cnn {

@@ -132,6 +132,16 @@ const char* safetensors_dtype_name(DType t) {
 
 namespace {
 
+// The file starts with an 8-byte header length n, then n bytes of JSON header: the checks of the size and of n that
+// the full parse and the metadata-only read share.
+void check_file_size(uint64_t size, const std::string& file) {
+  if (size < 8) fail(file, str_cat("file of ", size, " bytes is too short for the 8-byte header length"));
+}
+void check_header_length(uint64_t n, uint64_t size, const std::string& file) {
+  if (n > size - 8) fail(file, str_cat("header length ", n, " reaches beyond the file size ", size));
+  if (n > kMaxHeaderBytes) fail(file, str_cat("header length ", n, " exceeds the 100 MiB limit"));
+}
+
 std::map<std::string, std::string> parse_metadata(const json& header, const std::string& file) {
   std::map<std::string, std::string> out;
   auto it = header.find("__metadata__");
@@ -153,22 +163,20 @@ std::map<std::string, std::string> load_safetensors_metadata(const std::string& 
   in.seekg(0, std::ios::end);
   const uint64_t size = uint64_t(in.tellg());
   in.seekg(0);
-  if (size < 8) fail(path, str_cat("file of ", size, " bytes is too short for the 8-byte header length"));
+  check_file_size(size, path);
   uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);
-  if (n > size - 8) fail(path, str_cat("header length ", n, " reaches beyond the file size ", size));
-  if (n > kMaxHeaderBytes) fail(path, str_cat("header length ", n, " exceeds the 100 MiB limit"));
+  check_header_length(n, size, path);
   std::string text(size_t(n), '\0');
   if (!in.read(text.data(), std::streamsize(n))) fail(path, "read error in the header");
   return parse_metadata(parse_header_json(text, path), path);
 }
 
 SafetensorsData parse_safetensors(const std::string& bytes, const std::string& file) {
-  if (bytes.size() < 8) fail(file, str_cat("file of ", bytes.size(), " bytes is too short for the 8-byte header length"));
+  check_file_size(bytes.size(), file);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  if (n > bytes.size() - 8) fail(file, str_cat("header length ", n, " reaches beyond the file size ", bytes.size()));
-  if (n > kMaxHeaderBytes) fail(file, str_cat("header length ", n, " exceeds the 100 MiB limit"));
+  check_header_length(n, bytes.size(), file);
   const json header = parse_header_json(bytes.substr(8, size_t(n)), file);
   const int64_t buffer_bytes = int64_t(bytes.size() - 8 - n);
   const char* buffer = bytes.data() + 8 + n;

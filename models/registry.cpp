@@ -94,11 +94,10 @@ ModelCommon& model_common(ModelConfig& config) {
 
 namespace {
 
-// Where model names are looked up, in order: the environment, the working folder, then the folders compiled in
-// (the installed data folder, then the source tree the binary was built from).
+// Where model names are looked up when CNN_MODEL_CONFIG_DIR is not set, in order: the source tree named by
+// CNN_SOURCE_DIR, the working folder, then the installed data folders and the source tree the binary was built from.
 std::vector<std::string> model_config_candidates() {
   std::vector<std::string> out;
-  if (const char* d = std::getenv("CNN_MODEL_CONFIG_DIR"); d && *d) out.push_back(d);
   if (const char* s = std::getenv("CNN_SOURCE_DIR"); s && *s) out.push_back((fs::path(s) / "configs" / "models").string());
   out.push_back((fs::path("configs") / "models").string());
   std::error_code ec;
@@ -116,9 +115,9 @@ std::vector<std::string> model_config_candidates() {
 }  // namespace
 
 std::string model_config_dir() {
-  const std::vector<std::string> candidates = model_config_candidates();
   // An explicit CNN_MODEL_CONFIG_DIR is used even when it does not exist, so the error names it.
   if (const char* d = std::getenv("CNN_MODEL_CONFIG_DIR"); d && *d) return d;
+  const std::vector<std::string> candidates = model_config_candidates();
   std::error_code ec;
   for (const std::string& c : candidates)
     if (fs::is_directory(c, ec)) return c;
