@@ -166,6 +166,7 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case({1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3}, seed++, 0, false);    // stride 2, asymmetric padding
   check_case(same(1, 17, 34, 12, 7, 7), seed++, 0, true);                   // C % 8 != 0: padded to 16
   check_case(same(1, 17, 34, 7, 3, 3), seed++, 0, true);                    // C odd
+  check_case(same(2, 19, 70, 249, 5, 5), seed++, 0, false);                 // small filter at odd C: tiled direct
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips and widths: padded
   check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
@@ -218,7 +219,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
     const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
-    // Every kernel and configuration that can run the shape: T-theta, the direct vec8 kernel, the register kernel
+    // Every kernel and configuration that can run the shape: T-theta, the direct vec8 and tiled kernels, the register kernel
     // with 1, 2 and 4 groups per row, the ring kernel with both MMA policies at Q = 1, 2, 4, and the TMA kernel on
     // each lane shape with 8- and 16-column tiles and 2-4 stages.
     using Launch = std::function<void(const __half*, const __half*, const __half*, __half*, const ConvGeometry&)>;
@@ -230,6 +231,10 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
     kernels.emplace_back("direct vec8", [](auto s, auto w, auto b, auto d, const auto& g) {
       launch_dwconv_direct_f16_forward(s, w, b, d, g, true, nullptr);
     });
+    if (direct_tile_supports(gf) && direct_tile_supports(gb))
+      kernels.emplace_back("direct tile", [](auto s, auto w, auto b, auto d, const auto& g) {
+        launch_dwconv_direct_tile_f16(s, w, b, d, g, nullptr);
+      });
     if (p.fw <= kCcMaxFw)
       for (int groups : {1, 2, 4})
         kernels.emplace_back("cuda-core groups=" + std::to_string(groups),

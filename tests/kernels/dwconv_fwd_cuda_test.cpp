@@ -168,6 +168,10 @@ const std::vector<Case>& awkward_cases() {
       {1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3},       // stride 2, asymmetric padding
       {1, 18, 33, 8, 5, 5, 2, 1, 2, 2, 2, 2},        // stride 2x1
       same(1, 17, 34, 3, 7, 7),                      // C % 4 != 0
+      same(2, 19, 70, 249, 5, 5),                    // small filter at SLaK's width: the tiled direct kernel,
+                                                     // several row and column tiles, a partial 32-channel block
+      {1, 17, 34, 37, 4, 5, 1, 1, 1, 2, 3, 1},       // the tiled kernel: even filter height, asymmetric padding
+      {1, 17, 34, 37, 3, 5, 1, 1, 4, 0, 0, 5},       // the tiled kernel: padding > F-1, bdc crops
       same(1, 17, 34, 130, 9, 9),                    // C % 4 != 0 (padded to 132), several channel blocks
       same(1, 13, 20, 249, 5, 51),                   // SLaK's strip and width, padded to 252
       same(2, 15, 12, 499, 51, 5),

@@ -91,7 +91,8 @@ TEST(DwconvSelectGpu, Fp32Plans) {
   EXPECT_TRUE(odd.kernel == Kernel::fwd_gemv && odd.padded_c == 8);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7, 2)).kernel, Kernel::direct);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7, 2)).padded_c, 0);  // strided: direct, unpadded
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct_tile);  // unaligned: the tiled direct kernel
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 9, 9), 8).kernel, Kernel::direct);       // beyond its 7x7
   const Plan bfc = select(DwconvOp::backward_filter, DType::f32, same_pad(1, 17, 34, 6, 7, 7), BfcAccum::fp32, 4, none);
   EXPECT_TRUE(bfc.kernel == Kernel::bfc_tile && bfc.padded_c == 8);
 }
@@ -150,7 +151,15 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     EXPECT_EQ(plan(op, DType::f32, same_pad(1, 17, 34, 124, 13, 13)).padded_c, 0);  // C % 4 == 0
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7, 2)).padded_c, 0);
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "fwd=direct").padded_c, 0);
-    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::direct);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::direct_tile);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 9, 9), "pad=off").kernel, Kernel::direct);
+    // Filters up to 5x5 at such C run unpadded on the tiled direct kernel; pad=on still pads them.
+    for (DType t : {DType::f16, DType::f32}) {
+      const Plan small = plan(op, t, same_pad(1, 17, 34, 249, 5, 5));
+      EXPECT_TRUE(small.kernel == Kernel::direct_tile && small.padded_c == 0) << dtype_name(t);
+      EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 5, 5), "pad=on").padded_c, 0) << dtype_name(t);
+      EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 0) << dtype_name(t);
+    }
   }
   const Plan tile = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
   EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);
@@ -175,6 +184,9 @@ TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
   };
   EXPECT_EQ(forced("fwd=ring", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::fwd_tc_ring);
   EXPECT_EQ(forced("fwd=direct", DType::f32, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct);
+  EXPECT_EQ(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct_tile);
+  EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 9, 9)), cnn::Error);
+  EXPECT_THROW(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2)), cnn::Error);
   EXPECT_THROW(forced("fwd=vslide", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
   EXPECT_THROW(forced("fwd=gemv", DType::f32, same_pad(1, 17, 34, 72, 5, 5, 2)), cnn::Error);
   EXPECT_THROW(forced("fwd=ring", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);

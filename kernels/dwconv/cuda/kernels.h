@@ -101,6 +101,15 @@ void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const 
 void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
                                             bool vec8, cudaStream_t stream);
 
+// ---- Tiled direct kernel (direct_tile.cu): stride-1 forward-style ops at any C and alignment, filters up to
+// kDirectTileMaxF in each direction; one channel per lane, the block's input tile in shared memory, FP32 and FP16.
+constexpr int kDirectTileMaxF = 7;
+bool direct_tile_supports(const ConvGeometry& g);
+void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                               cudaStream_t stream);
+void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                                   const ConvGeometry& g, cudaStream_t stream);
+
 // ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 8 == 0,
 // 16-byte aligned; 8 outputs x 8 channels per thread, half8 loads, FP32 FMAs; `groups` groups of 8 outputs per
 // block row (1, 2 or 4; outputs past the row are skipped).

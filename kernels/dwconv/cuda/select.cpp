@@ -93,6 +93,15 @@ constexpr int kBfcStripMaxTaps = 9;
 // pads only where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
 int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 
+// Small stride-1 filters at such channel counts run unpadded on the tiled direct kernel instead: at 5x5 a padded
+// plan's copies made every measured FP16 point slower than cuDNN or PyTorch (docs/perf/dwconv-slak-h200.md), and the
+// tiled kernel reads the input once per block and writes the output once. Larger filters keep the padded fast
+// kernels, whose work grows with the taps while the copies do not.
+constexpr int kDirectTileMaxUnpaddedF = 5;
+bool direct_tile_instead_of_padding(const DwconvParams& p) {
+  return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF;
+}
+
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
@@ -104,8 +113,8 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, 
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
     return strip_unpadded && strip_wins ? 0 : cp;
   }
-  if (!stride1(p) || (o.fwd && *o.fwd == Kernel::direct)) return 0;
-  return cp;
+  if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
+  return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
 }
 
 // ---- Overrides --------------------------------------------------------------------------------------------------
@@ -129,13 +138,14 @@ int parse_choice(const std::string& key, const std::string& value, std::initiali
 
 Kernel parse_fwd_kernel(const std::string& v, const char* what) {
   if (v == "direct") return Kernel::direct;
+  if (v == "tile") return Kernel::direct_tile;
   if (v == "vslide") return Kernel::fwd_vslide;
   if (v == "tma") return Kernel::fwd_tma_cc;
   if (v == "gemv") return Kernel::fwd_gemv;
   if (v == "cc") return Kernel::fwd_cc_f16;
   if (v == "ring") return Kernel::fwd_tc_ring;
   if (v == "tc") return Kernel::fwd_tc;
-  bad_override(what, "fwd must be direct|vslide|tma|gemv|cc|ring|tc, got '", v, "'");
+  bad_override(what, "fwd must be direct|tile|vslide|tma|gemv|cc|ring|tc, got '", v, "'");
 }
 
 Kernel parse_bfc_kernel(const std::string& v, const char* what) {
@@ -228,14 +238,18 @@ void check_forced(bool ok, const char* kernel, const char* needs, const DwconvPa
 // kernels can run (`eligible`).
 Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
   if (!o.fwd) {
-    if (!eligible) return Kernel::direct;
+    if (!eligible) return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
     return tma_wins(g, false) ? Kernel::fwd_tma_cc : f32_vslide_wins(g) ? Kernel::fwd_vslide : Kernel::fwd_gemv;
   }
   const Kernel k = *o.fwd;
-  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 4 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile", "stride 1 and a filter up to 7x7",
+               p);
+  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
+               "stride 1, C % 4 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f32_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
-  check_forced(k == Kernel::direct || k == Kernel::fwd_vslide || k == Kernel::fwd_tma_cc || k == Kernel::fwd_gemv,
+  check_forced(k == Kernel::direct || k == Kernel::direct_tile || k == Kernel::fwd_vslide || k == Kernel::fwd_tma_cc ||
+                   k == Kernel::fwd_gemv,
                kernel_name(k), "FP16 data", p);
   return k;
 }
@@ -243,14 +257,17 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
 // The same for FP16 data.
 Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
   if (!o.fwd) {
-    if (!eligible) return Kernel::direct;
+    if (!eligible) return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
     return tma_wins(g, true)             ? Kernel::fwd_tma_cc
            : g.fw <= kF16CudaCoreMaxFw && !f16_tall_strip_ring_wins(g) ? Kernel::fwd_cc_f16
            : g.fw <= kF16RingMaxFw       ? Kernel::fwd_tc_ring
                                          : Kernel::fwd_tc;
   }
   const Kernel k = *o.fwd;
-  check_forced(k == Kernel::direct || eligible, kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
+  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile", "stride 1 and a filter up to 7x7",
+               p);
+  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
+               "stride 1, C % 8 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
   check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
   check_forced(k != Kernel::fwd_tc_ring || g.fw <= kTcRingMaxFw, "fwd_tc_ring", "FW <= 64", p);
@@ -319,6 +336,7 @@ Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overri
 const char* kernel_name(Kernel k) {
   switch (k) {
     case Kernel::direct: return "direct";
+    case Kernel::direct_tile: return "direct_tile";
     case Kernel::fwd_vslide: return "fwd_vslide";
     case Kernel::fwd_tma_cc: return "fwd_tma_cc";
     case Kernel::fwd_gemv: return "fwd_gemv";
@@ -404,6 +422,9 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
     case Kernel::bfc_rowwarp_f16:
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
+    case Kernel::direct_tile:
+      return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
+                     " F=", g.fh, "x", g.fw, " tile=8x32 lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }

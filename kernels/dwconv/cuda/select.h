@@ -17,6 +17,7 @@ namespace cnn::dwconv {
 // filter rotated by 180 degrees).
 enum class Kernel {
   direct,           // any stride, C, alignment; FP32 and FP16 (direct.cuh)
+  direct_tile,      // stride 1, any C and alignment, filters up to 7x7; FP32 and FP16 (direct_tile.cu)
   fwd_vslide,       // FP32 row-sliding, filters up to 3x3 (fwd_vslide.cu)
   fwd_tma_cc,       // CUDA-core, input windows fed by the TMA, FW <= 5, sm_90; FP32 and FP16 (fwd_tma_cc.cu)
   fwd_gemv,         // FP32 Flash-DWC GEMV (fwd_gemv.cu)
@@ -31,8 +32,8 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 
 // Overrides of select's choices for tests and benchmarks; unset fields leave the choice to select. One text form,
 // "key=value,key=value,...", read from the environment variable CNN_DWCONV or from dwconv-bench --kernel:
-//   fwd=direct|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
-//                                           direct|vslide|tma|gemv, FP16 direct|tma|cc|ring|tc
+//   fwd=direct|tile|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
+//                                           direct|tile|vslide|tma|gemv, FP16 direct|tile|tma|cc|ring|tc
 //   bfc=tile|strip|rowwarp                  the FP16 backward-filter kernel (FP32 always runs tile)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4

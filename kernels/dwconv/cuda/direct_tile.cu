@@ -1,0 +1,133 @@
+// Stride-1 forward-style depthwise kernel for any channel count (Kernel::direct_tile), FP32 and FP16: the small
+// filters (FH, FW <= kDirectTileMaxF) at channel counts the vector kernels cannot take (SLaK's 124, 249, 499, 998),
+// where a padded plan's copies of the input and output cost more than the convolution itself. One channel per lane
+// with scalar loads (a warp still reads one pixel's 32 consecutive channels, 64 or 128 contiguous bytes), the block's
+// input tile staged once in shared memory, and each lane sliding a window of kTM outputs along its output row in
+// registers. FP32 accumulation, one rounding per output.
+#include <cuda_fp16.h>
+
+#include "core/cuda_check.h"
+#include "core/cuda_dtype.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+
+namespace cnn::dwconv {
+namespace {
+
+constexpr int kLanes = 32;   // channels per block, one per lane
+constexpr int kRows = 8;     // warps per block, one output row each
+constexpr int kTileW = 32;   // output columns per block
+constexpr int kTM = 8;       // outputs per register window
+
+// Shared memory: the input tile [kRows + FH - 1][kTileW + FW - 1][kLanes] in the data type, then the filter
+// [FH][FW][kLanes] in FP32 (rotated when g.flip).
+size_t tile_smem_bytes(const ConvGeometry& g, size_t elem_bytes) {
+  return size_t(kRows + g.fh - 1) * (kTileW + g.fw - 1) * kLanes * elem_bytes +
+         size_t(g.fh) * g.fw * kLanes * sizeof(float);
+}
+
+template <class T, int FW>
+__global__ void __launch_bounds__(kLanes * kRows)
+    direct_tile_kernel(const T* __restrict__ src, const T* __restrict__ w, const T* __restrict__ bias,
+                       T* __restrict__ dst, ConvGeometry g, int tiles_h, int tiles_w) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int kColsIn = kTileW + FW - 1;
+  const int rows_in = kRows + g.fh - 1;
+  T* in = reinterpret_cast<T*>(smem);
+  float* taps = reinterpret_cast<float*>(smem + (size_t(rows_in) * kColsIn * kLanes * sizeof(T) + 15) / 16 * 16);
+  const int lane = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
+  const int c = blockIdx.y * kLanes + lane;
+  const bool live = c < g.c;
+  const int n = blockIdx.x / (tiles_h * tiles_w);
+  const int oh0 = blockIdx.x / tiles_w % tiles_h * kRows, ow0 = blockIdx.x % tiles_w * kTileW;
+  // Stage the input tile (zero outside the map and past the last channel) and the filter; warp `row` takes every
+  // kRows-th pixel of the tile, its lanes that pixel's 32 channels.
+#pragma unroll 4
+  for (int e = row; e < rows_in * kColsIn; e += kRows) {
+    const int ih = oh0 + e / kColsIn - g.pad_t, iw = ow0 + e % kColsIn - g.pad_l;
+    const bool inside = live && ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
+    in[e * kLanes + lane] = inside ? src[((int64_t(n) * g.in_h + ih) * g.in_w + iw) * g.c + c] : T(0.f);
+  }
+  for (int e = row; e < g.fh * FW; e += kRows) {
+    const int i = e / FW, j = e % FW;
+    const int wi = g.flip ? g.fh - 1 - i : i, wj = g.flip ? FW - 1 - j : j;
+    taps[e * kLanes + lane] = live ? widen(w[(int64_t(wi) * FW + wj) * g.c + c]) : 0.f;
+  }
+  __syncthreads();
+  const int oh = oh0 + row;
+  if (!live || oh >= g.out_h) return;  // no barrier follows
+  const float b = bias != nullptr ? widen(bias[c]) : 0.f;
+  T* out_row = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + c;
+  for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
+    float acc[kTM];
+#pragma unroll
+    for (int t = 0; t < kTM; ++t) acc[t] = b;
+    for (int i = 0; i < g.fh; ++i) {
+      // Input columns s0 .. s0 + kTM + FW - 2 of tile row row + i, then every tap of filter row i on them.
+      const T* in_row = in + ((row + i) * kColsIn + s0) * kLanes + lane;
+      float win[kTM + FW - 1];
+#pragma unroll
+      for (int u = 0; u < kTM + FW - 1; ++u) win[u] = widen(in_row[u * kLanes]);
+      const float* tap_row = taps + i * FW * kLanes + lane;
+#pragma unroll
+      for (int j = 0; j < FW; ++j) {
+        const float f = tap_row[j * kLanes];
+#pragma unroll
+        for (int t = 0; t < kTM; ++t) acc[t] = fmaf(win[t + j], f, acc[t]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kTM; ++t)
+      if (ow0 + s0 + t < g.out_w) out_row[int64_t(ow0 + s0 + t) * g.c] = device_cast<T>(acc[t]);
+  }
+}
+
+// Calls f(std::integral_constant<int, FW>{}) for FW in 1 .. kDirectTileMaxF.
+template <class F>
+void with_filter_width(int fw, F&& f) {
+  switch (fw) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+  }
+  throw Error(str_cat("dwconv direct_tile: no kernel for filter width ", fw, " (at most ", kDirectTileMaxF, ")"));
+}
+
+template <class T>
+void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g,
+                        cudaStream_t stream) {
+  CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1 and a filter of at most ", kDirectTileMaxF,
+            "x", kDirectTileMaxF, ", got ", g.fh, "x", g.fw, " at stride ", g.stride_h, "x", g.stride_w);
+  if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
+  const int tiles_h = (g.out_h + kRows - 1) / kRows, tiles_w = (g.out_w + kTileW - 1) / kTileW;
+  const dim3 grid(unsigned(int64_t(g.n) * tiles_h * tiles_w), unsigned((g.c + kLanes - 1) / kLanes));
+  const size_t smem = tile_smem_bytes(g, sizeof(T)) + 16;  // + the filter's alignment
+  with_filter_width(g.fw, [&](auto fw) {
+    auto* kernel = direct_tile_kernel<T, decltype(fw)::value>;
+    CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, kLanes * kRows, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+  });
+  CNN_CHECK_LAUNCH("dwconv direct_tile kernel");
+}
+
+}  // namespace
+
+bool direct_tile_supports(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && g.fw >= 1 &&
+         g.fw <= kDirectTileMaxF;
+}
+
+void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
+                               cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, stream);
+}
+
+void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                                   const ConvGeometry& g, cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, stream);
+}
+
+}  // namespace cnn::dwconv
