@@ -497,8 +497,11 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
         << path_of(op, same(1, 17, 34, 72, 5, 5));
     for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7)})
       EXPECT_EQ(path_of(op, k).find("tma"), std::string::npos) << path_of(op, k);
-    const std::string padded = path_of(op, same(1, 17, 34, 12, 3, 3));  // C % 8 != 0: on 16 padded channels
-    EXPECT_NE(padded.find(wide + " (channels padded 12->16)"), std::string::npos) << padded;
+    const std::string small = path_of(op, same(1, 17, 34, 12, 3, 3));  // C % 8 != 0, up to 5x5: unpadded
+    EXPECT_NE(small.find("direct tile"), std::string::npos) << small;
+    const std::string padded = path_of(op, same(1, 17, 34, 12, 7, 7));  // larger: on 16 padded channels
+    EXPECT_NE(padded.find("tc-ring tile=16x32 BN=16 frags/row=1 (channels padded 12->16)"), std::string::npos)
+        << padded;
     // The ring kernel on channel pairs from FW = 9 (measured faster at 9-51), 8-tap fragments at 6-8.
     for (int f : {9, 13, 17, 31, 51, 64})
       EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring mma=pairs"), std::string::npos) << f;
@@ -509,7 +512,8 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
 
 // The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above 9
 // taps and at any stride above 1 (on padded channels where C % 8 != 0), the tiled kernel for the other stride-1
-// shapes it supports (C % 4 == 0, unpadded).
+// shapes it supports (C % 4 == 0, unpadded), the direct tile kernel for FP32 accumulation at filters up to 5x5 that
+// neither takes.
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
@@ -529,9 +533,17 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
     EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
     EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
-    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 != 0: the tile kernel, padded
+    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 7, 7)}) {  // C % 8 != 0: the tile kernel, padded
       const std::string path = path_of(k, accum);
       EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded 12->16)") != std::string::npos) << path;
+    }
+    // Up to 5x5 where the strip kernel cannot take C: the direct tile kernel (FP32 accumulation only), else padded.
+    for (const Case& k : {same(1, 17, 34, 12, 5, 5), same(1, 17, 34, 249, 3, 3)}) {
+      const std::string path = path_of(k, accum);
+      if (accum == BfcAccum::fp32)
+        EXPECT_EQ(path.rfind("bfc f16 direct tile", 0), 0u) << path;
+      else
+        EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded") != std::string::npos) << path;
     }
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();

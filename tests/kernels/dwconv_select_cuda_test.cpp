@@ -165,10 +165,14 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
   EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);
   const Plan strip = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
   EXPECT_TRUE(strip.kernel == Kernel::bfc_strip_f16 && strip.padded_c == 0);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
+  const Plan direct = plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3));  // up to 5x5: unpadded direct tile
+  EXPECT_TRUE(direct.kernel == Kernel::bfc_direct_tile && direct.padded_c == 0);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 256);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=on").padded_c, 256);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_direct_tile);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
   EXPECT_EQ(plan(bfc, DType::f32, same_pad(1, 17, 34, 499, 7, 7)).padded_c, 500);
   const std::string name = dwconv_path_name(fwd, same_pad(1, 17, 34, 249, 5, 51), DType::f16);

@@ -109,6 +109,12 @@ void launch_dwconv_direct_tile(const float* src, const float* w, const float* bi
                                cudaStream_t stream);
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                                    const ConvGeometry& g, cudaStream_t stream);
+// Its FP16 backward-filter (stride 1, filters up to kDirectTileMaxBfcF, FP32 accumulation; zeroes dw, then adds
+// with atomics).
+constexpr int kDirectTileMaxBfcF = 5;
+bool direct_tile_bfc_supports(const DwconvParams& p);
+void launch_dwconv_direct_tile_bfc_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                       cudaStream_t stream);
 
 // ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 8 == 0,
 // 16-byte aligned; 8 outputs x 8 channels per thread, half8 loads, FP32 FMAs; `groups` groups of 8 outputs per
