@@ -39,6 +39,8 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
   EXPECT_TRUE(o.ring_mma == RingMma::taps && o.ring_q == 2 && o.cc_groups == 2 && o.verbose);
   EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
+  EXPECT_TRUE(parse_overrides("fwd=tile,bfc=direct", "VAR").fwd == Kernel::direct_tile &&
+              parse_overrides("bfc=direct", "VAR").bfc == Kernel::bfc_direct_tile);
   const Overrides empty = parse_overrides("", "VAR");
   EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
@@ -191,6 +193,10 @@ TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
   EXPECT_EQ(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct_tile);
   EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 9, 9)), cnn::Error);
   EXPECT_THROW(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2)), cnn::Error);
+  EXPECT_EQ(forced("bfc=direct", DType::f16, same_pad(1, 17, 34, 72, 5, 5), DwconvOp::backward_filter).kernel,
+            Kernel::bfc_direct_tile);
+  EXPECT_THROW(forced("bfc=direct", DType::f16, same_pad(1, 17, 34, 72, 7, 7), DwconvOp::backward_filter),
+               cnn::Error);
   EXPECT_THROW(forced("fwd=vslide", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
   EXPECT_THROW(forced("fwd=gemv", DType::f32, same_pad(1, 17, 34, 72, 5, 5, 2)), cnn::Error);
   EXPECT_THROW(forced("fwd=ring", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
