@@ -4,7 +4,9 @@
 // then C = A * B holds 8 outputs of all 16 GEMVs, one mma.sync.m16n8k16. A filter row of width FW takes
 // ceil(FW / 9) fragments; 9 of every 16 taps the MMA multiplies are useful. The block stages its input tile once, as
 // per-channel planes (so a pair of neighbouring columns is one 32-bit word) plus a copy shifted by one column (so a
-// pair starting at an odd column is one word too), and its filter. Stride 1; C % 8 == 0; 16-byte aligned pointers.
+// pair starting at an odd column is one word too), and its filter. One warp per channel: at 31x31 the staged tile
+// holds two blocks per SM, so eight warps per block are what hide the shared-memory loads that feed each MMA.
+// Stride 1; C % 8 == 0; 16-byte aligned pointers.
 #include <cstdint>
 
 #include "teach/dwconv/ladder_cuda.h"
@@ -14,7 +16,7 @@ namespace cnn::teach {
 namespace {
 
 constexpr int kChannels = 8, kTile = 16, kFrag = 9;  // per block: 8 channels (16 bytes), a 16 x 16 output tile
-constexpr int kThreads = 128;                        // warp w owns channels 2w and 2w + 1
+constexpr int kThreads = 32 * kChannels;             // warp w owns channel w
 
 struct TileLayout {
   int frags, rows, cols;  // fragments per filter row; staged input rows and columns per channel plane
@@ -61,45 +63,38 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < kChannels; ++c) taps[(c * p.fh + r) * tap_row + j] = h[c];
   }
   __syncthreads();
-  const int warp = threadIdx.x / 32, gr = threadIdx.x % 32 / 4, gc = threadIdx.x % 4;    // MMA fragment row / pair
+  const int c = threadIdx.x / 32, gr = threadIdx.x % 32 / 4, gc = threadIdx.x % 4;       // channel, MMA row / pair
   const int band[4] = {2 * gc - gr, 2 * gc + 1 - gr, 2 * gc + 8 - gr, 2 * gc + 9 - gr};  // k - n of this lane's B
-  float acc[2][2][4] = {};                                                               // [channel][half][c0..c3]
+  float acc[2][4] = {};                                                                  // [half][c0..c3]
+  for (int r = 0; r < p.fh; ++r) {
+    for (int f = 0; f < L.frags; ++f) {
+      __half b[4];
 #pragma unroll
-  for (int ci = 0; ci < 2; ++ci) {
-    const int c = 2 * warp + ci;
-    for (int r = 0; r < p.fh; ++r) {
-      for (int f = 0; f < L.frags; ++f) {
-        __half b[4];
+      for (int k = 0; k < 4; ++k)
+        b[k] = band[k] >= 0 && band[k] < kFrag ? taps[(c * p.fh + r) * tap_row + kFrag * f + band[k]]
+                                               : __ushort_as_half(0);
+      const uint32_t b0 = pack(b[0], b[1]), b1 = pack(b[2], b[3]);
+      const int copy = f & 1;  // window columns 9f + k: pairs start at an odd column when f is odd
+      const uint32_t* plane =
+          reinterpret_cast<const uint32_t*>(planes + ((copy * kChannels + c) * L.rows + r) * L.cols);
 #pragma unroll
-        for (int k = 0; k < 4; ++k)
-          b[k] = band[k] >= 0 && band[k] < kFrag ? taps[(c * p.fh + r) * tap_row + kFrag * f + band[k]]
-                                                 : __ushort_as_half(0);
-        const uint32_t b0 = pack(b[0], b[1]), b1 = pack(b[2], b[3]);
-        const int copy = f & 1;  // window columns 9f + k: pairs start at an odd column when f is odd
-        const uint32_t* plane =
-            reinterpret_cast<const uint32_t*>(planes + ((copy * kChannels + c) * L.rows + r) * L.cols);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {  // output columns 8h .. 8h + 7 of the tile
-          const int col = 8 * h + kFrag * f + 2 * gc - copy, lo = (gr * L.cols + col) / 2, hi = lo + 4 * L.cols;
-          float* d = acc[ci][h];
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-              "{%0,%1,%2,%3};"
-              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-              : "r"(plane[lo]), "r"(plane[hi]), "r"(plane[lo + 4]), "r"(plane[hi + 4]), "r"(b0), "r"(b1));
-        }
+      for (int h = 0; h < 2; ++h) {  // output columns 8h .. 8h + 7 of the tile
+        const int col = 8 * h + kFrag * f + 2 * gc - copy, lo = (gr * L.cols + col) / 2, hi = lo + 4 * L.cols;
+        float* d = acc[h];
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(plane[lo]), "r"(plane[hi]), "r"(plane[lo + 4]), "r"(plane[hi + 4]), "r"(b0), "r"(b1));
       }
     }
   }
   __syncthreads();  // the planes now hold the output tile [kTile][kTile][kChannels]
 #pragma unroll
-  for (int ci = 0; ci < 2; ++ci)
+  for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        planes[((gr + 8 * (k / 2)) * kTile + 8 * h + 2 * gc + k % 2) * kChannels + 2 * warp + ci] =
-            __float2half_rn(acc[ci][h][k]);
+    for (int k = 0; k < 4; ++k)
+      planes[((gr + 8 * (k / 2)) * kTile + 8 * h + 2 * gc + k % 2) * kChannels + c] = __float2half_rn(acc[h][k]);
   __syncthreads();
   for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
     const int oh = oh0 + e / kTile, ow = ow0 + e % kTile;
