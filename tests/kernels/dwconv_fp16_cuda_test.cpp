@@ -512,8 +512,7 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
 
 // The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above 9
 // taps and at any stride above 1 (on padded channels where C % 8 != 0), the tiled kernel for the other stride-1
-// shapes it supports (C % 4 == 0, unpadded), the direct tile kernel for FP32 accumulation at filters up to 5x5 that
-// neither takes.
+// shapes it supports (C % 4 == 0, unpadded).
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
@@ -533,17 +532,9 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
     EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
     EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
-    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 7, 7)}) {  // C % 8 != 0: the tile kernel, padded
+    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 != 0: the tile kernel, padded
       const std::string path = path_of(k, accum);
       EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded 12->16)") != std::string::npos) << path;
-    }
-    // Up to 5x5 where the strip kernel cannot take C: the direct tile kernel (FP32 accumulation only), else padded.
-    for (const Case& k : {same(1, 17, 34, 12, 5, 5), same(1, 17, 34, 249, 3, 3)}) {
-      const std::string path = path_of(k, accum);
-      if (accum == BfcAccum::fp32)
-        EXPECT_EQ(path.rfind("bfc f16 direct tile", 0), 0u) << path;
-      else
-        EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded") != std::string::npos) << path;
     }
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();

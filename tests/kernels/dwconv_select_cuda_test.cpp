@@ -39,8 +39,7 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
   EXPECT_TRUE(o.ring_mma == RingMma::taps && o.ring_q == 2 && o.cc_groups == 2 && o.verbose);
   EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
-  EXPECT_TRUE(parse_overrides("fwd=tile,bfc=direct", "VAR").fwd == Kernel::direct_tile &&
-              parse_overrides("bfc=direct", "VAR").bfc == Kernel::bfc_direct_tile);
+  EXPECT_EQ(parse_overrides("fwd=tile", "VAR").fwd, Kernel::direct_tile);
   const Overrides empty = parse_overrides("", "VAR");
   EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
@@ -167,14 +166,10 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
   EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);
   const Plan strip = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
   EXPECT_TRUE(strip.kernel == Kernel::bfc_strip_f16 && strip.padded_c == 0);
-  const Plan direct = plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3));  // up to 5x5: unpadded direct tile
-  EXPECT_TRUE(direct.kernel == Kernel::bfc_direct_tile && direct.padded_c == 0);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 256);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=on").padded_c, 256);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_direct_tile);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
   EXPECT_EQ(plan(bfc, DType::f32, same_pad(1, 17, 34, 499, 7, 7)).padded_c, 500);
   const std::string name = dwconv_path_name(fwd, same_pad(1, 17, 34, 249, 5, 51), DType::f16);
@@ -193,10 +188,6 @@ TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
   EXPECT_EQ(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct_tile);
   EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 9, 9)), cnn::Error);
   EXPECT_THROW(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2)), cnn::Error);
-  EXPECT_EQ(forced("bfc=direct", DType::f16, same_pad(1, 17, 34, 72, 5, 5), DwconvOp::backward_filter).kernel,
-            Kernel::bfc_direct_tile);
-  EXPECT_THROW(forced("bfc=direct", DType::f16, same_pad(1, 17, 34, 72, 7, 7), DwconvOp::backward_filter),
-               cnn::Error);
   EXPECT_THROW(forced("fwd=vslide", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
   EXPECT_THROW(forced("fwd=gemv", DType::f32, same_pad(1, 17, 34, 72, 5, 5, 2)), cnn::Error);
   EXPECT_THROW(forced("fwd=ring", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);

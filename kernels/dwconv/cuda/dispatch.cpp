@@ -64,7 +64,6 @@ void run_backward_filter(const __half* x, const __half* dy, float* dw, const Dwc
     case Kernel::bfc_tile: return dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, accum, plan.bfc, stream);
     case Kernel::bfc_strip_f16: return launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
     case Kernel::bfc_rowwarp_f16: return launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
-    case Kernel::bfc_direct_tile: return launch_dwconv_direct_tile_bfc_f16(x, dy, dw, p, stream);
     default: not_for(plan, "an FP16 backward-filter kernel");
   }
 }

@@ -105,16 +105,11 @@ void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, _
 // kDirectTileMaxF in each direction; one channel per lane, the block's input tile in shared memory, FP32 and FP16.
 constexpr int kDirectTileMaxF = 7;
 bool direct_tile_supports(const ConvGeometry& g);
+int direct_tile_width(int out_w);  // output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32)
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                                cudaStream_t stream);
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                                    const ConvGeometry& g, cudaStream_t stream);
-// Its FP16 backward-filter (stride 1, filters up to kDirectTileMaxBfcF, FP32 accumulation; zeroes dw, then adds
-// with atomics).
-constexpr int kDirectTileMaxBfcF = 5;
-bool direct_tile_bfc_supports(const DwconvParams& p);
-void launch_dwconv_direct_tile_bfc_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
-                                       cudaStream_t stream);
 
 // ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 8 == 0,
 // 16-byte aligned; 8 outputs x 8 channels per thread, half8 loads, FP32 FMAs; `groups` groups of 8 outputs per

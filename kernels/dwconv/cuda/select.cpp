@@ -93,31 +93,26 @@ constexpr int kBfcStripMaxTaps = 9;
 // pads only where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
 int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 
-// Small stride-1 filters at such channel counts run unpadded on the tiled direct kernels instead (forward-style ops
-// up to 5x5; FP16 backward-filter up to 5x5 where the strip kernel cannot take C): at 5x5 a padded plan's copies made
-// every measured FP16 point slower than cuDNN or PyTorch (docs/perf/dwconv-slak-h200.md), and the tiled kernels
-// read each map once per block. Larger filters keep the padded fast kernels, whose work grows with the taps while the
-// copies do not.
+// Small stride-1 forward-style ops at such channel counts run unpadded on the tiled direct kernel instead (up to
+// 5x5): at 5x5 a padded plan's copies of the input and the output cost more than the convolution, and the tiled
+// kernel reads each map once per block. Larger filters keep the padded fast kernels, whose work grows with the taps
+// while the copies do not. Backward-filter stays padded: a tiled direct backward-filter ran 1.4-2.1x slower than the
+// padded register-tile kernel at SLaK's widths.
 constexpr int kDirectTileMaxUnpaddedF = 5;
 bool direct_tile_instead_of_padding(const DwconvParams& p) {
   return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF;
 }
-// The backward-filter one accumulates in FP32 only; hybrid accumulation keeps the padded register-tile kernel.
-bool direct_tile_bfc_wins(const DwconvParams& p, BfcAccum accum) {
-  return accum == BfcAccum::fp32 && direct_tile_bfc_supports(p);
-}
 
-int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
+int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
   const int cp = (p.c + vec - 1) / vec * vec;
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
-    if (o.bfc && (*o.bfc == Kernel::bfc_rowwarp_f16 || *o.bfc == Kernel::bfc_direct_tile)) return 0;
+    if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
-    if (strip_unpadded && strip_wins) return 0;
-    return !o.bfc && dtype == DType::f16 && direct_tile_bfc_wins(p, accum) ? 0 : cp;
+    return strip_unpadded && strip_wins ? 0 : cp;
   }
   if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
   return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
@@ -158,8 +153,7 @@ Kernel parse_bfc_kernel(const std::string& v, const char* what) {
   if (v == "tile") return Kernel::bfc_tile;
   if (v == "strip") return Kernel::bfc_strip_f16;
   if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
-  if (v == "direct") return Kernel::bfc_direct_tile;
-  bad_override(what, "bfc must be tile|strip|rowwarp|direct, got '", v, "'");
+  bad_override(what, "bfc must be tile|strip|rowwarp, got '", v, "'");
 }
 
 // "TM[+ring][+whole]", each flag at most once.
@@ -314,7 +308,7 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   return plan;
 }
 
-Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
+Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overrides& o) {
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
@@ -329,18 +323,11 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   if (o.bfc) {
     plan.kernel = *o.bfc;
     check_forced(plan.kernel != Kernel::bfc_tile || tile_ok, "bfc_tile", "C % 8 == 0 and aligned tensors", p);
-    check_forced(plan.kernel != Kernel::bfc_direct_tile || direct_tile_bfc_supports(p), "bfc_direct_tile",
-                 "stride 1 and a filter up to 5x5", p);
     check_forced(plan.kernel != Kernel::bfc_strip_f16 || strip_ok, "bfc_strip_f16",
                  "stride 1, C % 4 == 0 and 8-byte aligned tensors", p);
     return plan;
   }
   if (tile_ok && (!stride1(p) || p.fh * p.fw > kBfcStripMaxTaps)) return plan;
-  const bool strip_wins = strip_ok && p.fh * p.fw <= kBfcStripMaxTaps;
-  if (!tile_ok && !strip_wins && direct_tile_bfc_wins(p, accum)) {
-    plan.kernel = Kernel::bfc_direct_tile;
-    return plan;
-  }
   plan.kernel = strip_ok ? Kernel::bfc_strip_f16 : Kernel::bfc_rowwarp_f16;
   return plan;
 }
@@ -360,7 +347,6 @@ const char* kernel_name(Kernel k) {
     case Kernel::bfc_tile: return "bfc_tile";
     case Kernel::bfc_strip_f16: return "bfc_strip_f16";
     case Kernel::bfc_rowwarp_f16: return "bfc_rowwarp_f16";
-    case Kernel::bfc_direct_tile: return "bfc_direct_tile";
   }
   return "unknown";
 }
@@ -389,16 +375,16 @@ Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int
             dtype_name(dtype));
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha, "dwconv select: expected accumulation fp32 or ha, got ",
             static_cast<int>(accum));
-  if (const int cp = padded_channels(op, dtype, p, accum, align, o)) {
+  if (const int cp = padded_channels(op, dtype, p, align, o)) {
     DwconvParams q = p;
     q.c = cp;
     constexpr int kScratchAlign = 16;  // the padded copies live in the caller's scratch (DwconvScratch)
-    Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, accum, kScratchAlign, o)
+    Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, kScratchAlign, o)
                                                 : forward_style(op, dtype, q, kScratchAlign, o);
     plan.padded_c = cp;
     return plan;
   }
-  if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, accum, align, o);
+  if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, align, o);
   return forward_style(op, dtype, p, align, o);
 }
 
@@ -437,11 +423,9 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
     case Kernel::bfc_rowwarp_f16:
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
-    case Kernel::bfc_direct_tile:
-      return str_cat("bfc f16 direct tile (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=8x32 lanes=32");
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=8x32 lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
+                     " F=", g.fh, "x", g.fw, " tile=8x", direct_tile_width(g.out_w), " lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }

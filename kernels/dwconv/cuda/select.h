@@ -27,7 +27,6 @@ enum class Kernel {
   bfc_tile,         // backward-filter register tiles, FP32 and FP16 inputs, fp32 or ha accumulation (bfc_tile.cu)
   bfc_strip_f16,    // FP16 backward-filter over dY column strips, stride 1 (bfc_strip_f16.cu)
   bfc_rowwarp_f16,  // FP16 backward-filter, one warp per dY row, any shape (bfc_rowwarp_f16.cu)
-  bfc_direct_tile,  // FP16 backward-filter at stride 1, any C and alignment, filters up to 5x5 (direct_tile.cu)
 };
 const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 
@@ -35,7 +34,7 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 // "key=value,key=value,...", read from the environment variable CNN_DWCONV or from dwconv-bench --kernel:
 //   fwd=direct|tile|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
 //                                           direct|tile|vslide|tma|gemv, FP16 direct|tile|tma|cc|ring|tc
-//   bfc=tile|strip|rowwarp|direct           the FP16 backward-filter kernel (FP32 always runs tile)
+//   bfc=tile|strip|rowwarp                  the FP16 backward-filter kernel (FP32 always runs tile)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
 //   ring_mma=taps|pairs  ring_q=1|2|4  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
