@@ -3,8 +3,9 @@
 // where a padded plan's copies of the input and output cost more than the convolution itself. One channel per lane
 // with scalar loads (a warp still reads one pixel's 32 consecutive channels, 64 or 128 contiguous bytes), the block's
 // input tile staged once in shared memory, and each lane sliding a window of kTM outputs along its output row in
-// registers. FP32 accumulation, one rounding per output. The tile is 8 output rows by 8, 16 or 32 columns, the
-// narrowest that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses).
+// registers. FP32 accumulation, one rounding per output. The tile is 8 (FP32) or 16 (FP16) output rows by 8, 16 or 32
+// columns, the narrowest that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it
+// uses).
 #include <cuda_fp16.h>
 
 #include <utility>
@@ -17,70 +18,98 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kLanes = 32;     // channels per block, one per lane
-constexpr int kRows = 8;       // warps per block, one output row each
+constexpr int kWarps = 8;      // warps per block, each on its own output rows
 constexpr int kMaxTileW = 32;  // output columns per block on rows wider than 16
 constexpr int kTM = 8;         // outputs per register window
 
-// Shared memory: the input tile [kRows + FH - 1][tile_w + FW - 1][kLanes] in the data type, then the filter
+// Output rows per warp: two for FP16, so each staged input row read into registers feeds both (FH + 1 window loads
+// for 2 rows instead of 2 FH) and the tile's FH - 1 halo rows are spread over 16 rows instead of 8. FP32 keeps one:
+// its tile is twice the bytes, and two rows would halve the blocks per SM.
+template <class T>
+constexpr int rows_per_warp() {
+  return sizeof(T) == 2 ? 2 : 1;
+}
+
+// Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][kLanes] in the data type, then the filter
 // [FH][FW][kLanes] in FP32 (rotated when g.flip).
-size_t tile_smem_bytes(const ConvGeometry& g, int tile_w, size_t elem_bytes) {
-  return size_t(kRows + g.fh - 1) * (tile_w + g.fw - 1) * kLanes * elem_bytes +
+size_t tile_smem_bytes(const ConvGeometry& g, int tile_h, int tile_w, size_t elem_bytes) {
+  return size_t(tile_h + g.fh - 1) * (tile_w + g.fw - 1) * kLanes * elem_bytes +
          size_t(g.fh) * g.fw * kLanes * sizeof(float);
 }
 
 template <class T, int FW, int kTileW>
-__global__ void __launch_bounds__(kLanes * kRows)
+__global__ void __launch_bounds__(kLanes * kWarps)
     direct_tile_kernel(const T* __restrict__ src, const T* __restrict__ w, const T* __restrict__ bias,
                        T* __restrict__ dst, ConvGeometry g, int tiles_h, int tiles_w) {
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int kColsIn = kTileW + FW - 1;
-  const int rows_in = kRows + g.fh - 1;
+  constexpr int kRpw = rows_per_warp<T>(), kTileH = kWarps * kRpw;
+  constexpr int kColsIn = kTileW + FW - 1;  // >= kWarps, so one step below wraps at most one row
+  const int rows_in = kTileH + g.fh - 1;
   T* in = reinterpret_cast<T*>(smem);
   float* taps = reinterpret_cast<float*>(smem + (size_t(rows_in) * kColsIn * kLanes * sizeof(T) + 15) / 16 * 16);
-  const int lane = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
+  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   const int c = blockIdx.y * kLanes + lane;
   const bool live = c < g.c;
   const int n = blockIdx.x / (tiles_h * tiles_w);
-  const int oh0 = blockIdx.x / tiles_w % tiles_h * kRows, ow0 = blockIdx.x % tiles_w * kTileW;
-  // Stage the input tile (zero outside the map and past the last channel) and the filter; warp `row` takes every
-  // kRows-th pixel of the tile, its lanes that pixel's 32 channels.
+  const int oh0 = blockIdx.x / tiles_w % tiles_h * kTileH, ow0 = blockIdx.x % tiles_w * kTileW;
+  // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
+  // of the tile in row-major order, its lanes that pixel's 32 channels; the pixel's row and column advance
+  // incrementally (no division per pixel).
+  {
+    const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + c;
+    int r = warp / kColsIn, col = warp % kColsIn;
 #pragma unroll 4
-  for (int e = row; e < rows_in * kColsIn; e += kRows) {
-    const int ih = oh0 + e / kColsIn - g.pad_t, iw = ow0 + e % kColsIn - g.pad_l;
-    const bool inside = live && ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
-    in[e * kLanes + lane] = inside ? src[((int64_t(n) * g.in_h + ih) * g.in_w + iw) * g.c + c] : T(0.f);
+    for (int e = warp; e < rows_in * kColsIn; e += kWarps) {
+      const int ih = oh0 + r - g.pad_t, iw = ow0 + col - g.pad_l;
+      const bool inside = live && unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w);
+      in[e * kLanes + lane] = inside ? src_n[(int64_t(ih) * g.in_w + iw) * g.c] : T(0.f);
+      col += kWarps;
+      if (col >= kColsIn) col -= kColsIn, ++r;
+    }
   }
-  for (int e = row; e < g.fh * FW; e += kRows) {
+  for (int e = warp; e < g.fh * FW; e += kWarps) {
     const int i = e / FW, j = e % FW;
     const int wi = g.flip ? g.fh - 1 - i : i, wj = g.flip ? FW - 1 - j : j;
     taps[e * kLanes + lane] = live ? widen(w[(int64_t(wi) * FW + wj) * g.c + c]) : 0.f;
   }
   __syncthreads();
-  const int oh = oh0 + row;
+  const int oh = oh0 + warp * kRpw;  // this warp's first output row
   if (!live || oh >= g.out_h) return;  // no barrier follows
   const float b = bias != nullptr ? widen(bias[c]) : 0.f;
   T* out_row = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + c;
   for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
-    float acc[kTM];
+    float acc[kRpw][kTM];
 #pragma unroll
-    for (int t = 0; t < kTM; ++t) acc[t] = b;
-    for (int i = 0; i < g.fh; ++i) {
-      // Input columns s0 .. s0 + kTM + FW - 2 of tile row row + i, then every tap of filter row i on them.
-      const T* in_row = in + ((row + i) * kColsIn + s0) * kLanes + lane;
+    for (int k = 0; k < kRpw; ++k)
+#pragma unroll
+      for (int t = 0; t < kTM; ++t) acc[k][t] = b;
+    // Input row u of the warp's window (tile row warp * kRpw + u) meets filter row u - k of output row k.
+    for (int u = 0; u < g.fh + kRpw - 1; ++u) {
+      const T* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kLanes + lane;
       float win[kTM + FW - 1];
 #pragma unroll
-      for (int u = 0; u < kTM + FW - 1; ++u) win[u] = widen(in_row[u * kLanes]);
-      const float* tap_row = taps + i * FW * kLanes + lane;
+      for (int v = 0; v < kTM + FW - 1; ++v) win[v] = widen(in_row[v * kLanes]);
 #pragma unroll
-      for (int j = 0; j < FW; ++j) {
-        const float f = tap_row[j * kLanes];
+      for (int k = 0; k < kRpw; ++k) {
+        const int i = u - k;
+        if (i < 0 || i >= g.fh) continue;
+        const float* tap_row = taps + i * FW * kLanes + lane;
 #pragma unroll
-        for (int t = 0; t < kTM; ++t) acc[t] = fmaf(win[t + j], f, acc[t]);
+        for (int j = 0; j < FW; ++j) {
+          const float f = tap_row[j * kLanes];
+#pragma unroll
+          for (int t = 0; t < kTM; ++t) acc[k][t] = fmaf(win[t + j], f, acc[k][t]);
+        }
       }
     }
 #pragma unroll
-    for (int t = 0; t < kTM; ++t)
-      if (ow0 + s0 + t < g.out_w) out_row[int64_t(ow0 + s0 + t) * g.c] = device_cast<T>(acc[t]);
+    for (int k = 0; k < kRpw; ++k) {
+      if (oh + k >= g.out_h) break;
+#pragma unroll
+      for (int t = 0; t < kTM; ++t)
+        if (ow0 + s0 + t < g.out_w)
+          out_row[(int64_t(k) * g.out_w + ow0 + s0 + t) * g.c] = device_cast<T>(acc[k][t]);
+    }
   }
 }
 
@@ -110,21 +139,23 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1 and a filter of at most ", kDirectTileMaxF,
             "x", kDirectTileMaxF, ", got ", g.fh, "x", g.fw, " at stride ", g.stride_h, "x", g.stride_w);
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
-  const int tile_w = direct_tile_width(g.out_w);
-  const int tiles_h = (g.out_h + kRows - 1) / kRows, tiles_w = (g.out_w + tile_w - 1) / tile_w;
+  const int tile_h = kWarps * rows_per_warp<T>(), tile_w = direct_tile_width(g.out_w);
+  const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
   const dim3 grid(unsigned(int64_t(g.n) * tiles_h * tiles_w), unsigned((g.c + kLanes - 1) / kLanes));
-  const size_t smem = tile_smem_bytes(g, tile_w, sizeof(T)) + 16;  // + the filter's alignment
+  const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T)) + 16;  // + the filter's alignment
   with_filter_width(g.fw, [&](auto fw) {
     with_tile_width(tile_w, [&](auto tw) {
       auto* kernel = direct_tile_kernel<T, decltype(fw)::value, decltype(tw)::value>;
       CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      kernel<<<grid, kLanes * kRows, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+      kernel<<<grid, kLanes * kWarps, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
     });
   });
   CNN_CHECK_LAUNCH("dwconv direct_tile kernel");
 }
 
 }  // namespace
+
+int direct_tile_height(bool f16) { return kWarps * (f16 ? rows_per_warp<__half>() : rows_per_warp<float>()); }
 
 int direct_tile_width(int out_w) { return out_w <= kTM ? kTM : out_w <= 2 * kTM ? 2 * kTM : kMaxTileW; }
 

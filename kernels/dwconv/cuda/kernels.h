@@ -106,6 +106,7 @@ void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, _
 constexpr int kDirectTileMaxF = 7;
 bool direct_tile_supports(const ConvGeometry& g);
 int direct_tile_width(int out_w);  // output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32)
+int direct_tile_height(bool f16);  // output rows per block: 16 for FP16 (two per warp), 8 for FP32
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
                                cudaStream_t stream);
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,

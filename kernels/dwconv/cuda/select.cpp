@@ -425,7 +425,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=8x", direct_tile_width(g.out_w), " lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
+                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16), "x", direct_tile_width(g.out_w),
+                     " lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }
