@@ -53,18 +53,28 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   const int n = blockIdx.x / (tiles_h * tiles_w);
   const int oh0 = blockIdx.x / tiles_w % tiles_h * kTileH, ow0 = blockIdx.x % tiles_w * kTileW;
   // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
-  // of the tile in row-major order, its lanes that pixel's 32 channels; the pixel's row and column advance
-  // incrementally (no division per pixel).
+  // of the tile in row-major order, its lanes that pixel's 32 channels. The pixel's row and column advance
+  // incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the image's
+  // first pixel when outside) and is zeroed after, so there is no branch to serialize them on their latency.
   {
-    const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + c;
-    int r = warp / kColsIn, col = warp % kColsIn;
-#pragma unroll 4
-    for (int e = warp; e < rows_in * kColsIn; e += kWarps) {
-      const int ih = oh0 + r - g.pad_t, iw = ow0 + col - g.pad_l;
-      const bool inside = live && unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w);
-      in[e * kLanes + lane] = inside ? src_n[(int64_t(ih) * g.in_w + iw) * g.c] : T(0.f);
-      col += kWarps;
-      if (col >= kColsIn) col -= kColsIn, ++r;
+    constexpr int kBatch = 8;
+    const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + (live ? c : 0);
+    const int total = rows_in * kColsIn;
+    int r = 0, col = warp;  // warp < kColsIn
+    for (int e0 = warp; e0 < total; e0 += kWarps * kBatch) {
+      T v[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int ih = oh0 + r - g.pad_t, iw = ow0 + col - g.pad_l;
+        const bool inside = live && unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w);
+        v[k] = src_n[inside ? (ih * g.in_w + iw) * g.c : 0];  // within one image: fits 32 bits (supports())
+        if (!inside) v[k] = T(0.f);
+        col += kWarps;
+        if (col >= kColsIn) col -= kColsIn, ++r;
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k)
+        if (e0 + k * kWarps < total) in[(e0 + k * kWarps) * kLanes + lane] = v[k];
     }
   }
   for (int e = warp; e < g.fh * FW; e += kWarps) {
@@ -136,8 +146,9 @@ void with_tile_width(int tile_w, F&& f) {
 template <class T>
 void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g,
                         cudaStream_t stream) {
-  CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1 and a filter of at most ", kDirectTileMaxF,
-            "x", kDirectTileMaxF, ", got ", g.fh, "x", g.fw, " at stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1, a filter of at most ", kDirectTileMaxF,
+            "x", kDirectTileMaxF, " and under 2^31 elements per image, got ", g.fh, "x", g.fw, " at stride ",
+            g.stride_h, "x", g.stride_w, " on ", g.in_h, "x", g.in_w, "x", g.c);
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
   const int tile_h = kWarps * rows_per_warp<T>(), tile_w = direct_tile_width(g.out_w);
   const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
@@ -161,7 +172,7 @@ int direct_tile_width(int out_w) { return out_w <= kTM ? kTM : out_w <= 2 * kTM 
 
 bool direct_tile_supports(const ConvGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && g.fw >= 1 &&
-         g.fw <= kDirectTileMaxF;
+         g.fw <= kDirectTileMaxF && int64_t(g.in_h) * g.in_w * g.c < (int64_t(1) << 31);
 }
 
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,

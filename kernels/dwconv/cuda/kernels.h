@@ -104,7 +104,7 @@ void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, _
 // ---- Tiled direct kernel (direct_tile.cu): stride-1 forward-style ops at any C and alignment, filters up to
 // kDirectTileMaxF in each direction; one channel per lane, the block's input tile in shared memory, FP32 and FP16.
 constexpr int kDirectTileMaxF = 7;
-bool direct_tile_supports(const ConvGeometry& g);
+bool direct_tile_supports(const ConvGeometry& g);  // stride 1, FH, FW <= kDirectTileMaxF, < 2^31 elements per image
 int direct_tile_width(int out_w);  // output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32)
 int direct_tile_height(bool f16);  // output rows per block: 16 for FP16 (two per warp), 8 for FP32
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,

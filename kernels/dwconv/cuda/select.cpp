@@ -100,7 +100,8 @@ int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 // padded register-tile kernel at SLaK's widths.
 constexpr int kDirectTileMaxUnpaddedF = 5;
 bool direct_tile_instead_of_padding(const DwconvParams& p) {
-  return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF;
+  return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF &&
+         direct_tile_supports(forward_geometry(p)) && direct_tile_supports(backward_data_geometry_stride1(p));
 }
 
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
@@ -243,8 +244,8 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
     return tma_wins(g, false) ? Kernel::fwd_tma_cc : f32_vslide_wins(g) ? Kernel::fwd_vslide : Kernel::fwd_gemv;
   }
   const Kernel k = *o.fwd;
-  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile", "stride 1 and a filter up to 7x7",
-               p);
+  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
+               "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
   check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
                "stride 1, C % 4 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
@@ -265,8 +266,8 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvPara
                                          : Kernel::fwd_tc;
   }
   const Kernel k = *o.fwd;
-  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile", "stride 1 and a filter up to 7x7",
-               p);
+  check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
+               "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
   check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
                "stride 1, C % 8 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
