@@ -6,6 +6,8 @@
 # odd-channel points again with pad=off (the direct kernels), and PyTorch on the same points. First the GPU suites
 # of the depthwise kernels and the teaching ladder, and the ladder's H200 table.
 # Results under $OUT: slak-dwconv.tgz (CSVs and logs), dwconv-ladder-h200.{csv,log}; a summary last.
+# usage: scripts/device/slak_dwconv.sh [FILTERS]   FILTERS (e.g. 5) replaces every stage's filter list: the whole
+# run then fits well inside one device call.
 # Carry: .device/bundle.tar.xz (scripts/device-bundle.sh).
 set -uo pipefail
 # shellcheck source=scripts/gpu-bundle-env.sh
@@ -43,6 +45,12 @@ stages=(
   "64x16x16x499 64x16x16x504 47x5,5x47,5,15,17"
   "64x8x8x998 64x8x8x1000 13x5,5x13,5,9"
 )
+if [ $# -gt 0 ]; then
+  for i in "${!stages[@]}"; do
+    read -r odd even _ <<< "${stages[$i]}"
+    stages[$i]="$odd $even $1"
+  done
+fi
 ours() {  # ours DTYPE LIMIT_S
   local s odd even filters
   for s in "${stages[@]}"; do

@@ -167,6 +167,8 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case(same(1, 17, 34, 12, 7, 7), seed++, 0, true);                   // C % 8 != 0: padded to 16
   check_case(same(1, 17, 34, 7, 3, 3), seed++, 0, true);                    // C odd
   check_case(same(2, 19, 70, 249, 5, 5), seed++, 0, false);                 // small filter at odd C: tiled direct
+  check_case(same(2, 19, 70, 124, 5, 5), seed++, 0, false);                 // C % 8 == 4: cuda-core, 4-half lanes
+  check_case({1, 17, 34, 12, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // the same, backward-data crops
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips and widths: padded
   check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
@@ -276,6 +278,39 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
       EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
     }
+  }
+}
+
+// The CUDA-core register kernel on 4-half lanes (C % 8 == 4, 8-byte aligned) with 1 and 2 groups per row: a partial
+// 64-channel slice (C = 124, 76), rows shorter than a group, asymmetric padding that extends and crops, 1 <= FW <= 5.
+TEST(DwconvFp16Gpu, CudaCoreKernelOnFourHalfLanesMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 9300;
+  for (const Case& k : {same(2, 19, 70, 124, 5, 5), same(1, 9, 5, 76, 3, 3), Case{1, 17, 34, 12, 3, 5, 1, 1, 4, 0, 0, 5},
+                        Case{2, 21, 19, 20, 5, 4, 1, 1, 0, 4, 2, 1}, same(1, 13, 40, 44, 7, 1), same(1, 16, 33, 4, 2, 2)}) {
+    const DwconvParams p = k.params();
+    const HalfData d = f16test::make_data(p, seed++);
+    const f16test::References ref = f16test::references(p, d);
+    DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
+    x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
+    ASSERT_EQ(cc_f16_lane_halves(p.c), 4) << p.str();
+    ASSERT_EQ(cc_f16_max_groups(p.c), 2) << p.str();
+    for (int groups : {1, 2}) {
+      y.poison(), dx.poison();
+      launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), groups, nullptr);
+      launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), groups, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::string name = "groups=" + std::to_string(groups) + " " + p.str();
+      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
+      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
+                                        f16test::fp16_output_bound(p.fh * p.fw));
+      f16test::expect_ok(fwd, "forward " + name);
+      f16test::expect_ok(bdc, "backward-data " + name);
+      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
+      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+    }
+    EXPECT_THROW(launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), 4, nullptr), cnn::Error);
   }
 }
 
@@ -497,8 +532,11 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
         << path_of(op, same(1, 17, 34, 72, 5, 5));
     for (const Case& k : {same(1, 17, 34, 72, 5, 3), same(1, 17, 34, 72, 7, 7)})
       EXPECT_EQ(path_of(op, k).find("tma"), std::string::npos) << path_of(op, k);
-    const std::string small = path_of(op, same(1, 17, 34, 12, 3, 3));  // C % 8 != 0, up to 5x5: unpadded
+    const std::string small = path_of(op, same(1, 17, 34, 13, 3, 3));  // C % 4 != 0, up to 5x5: unpadded
     EXPECT_NE(small.find("direct tile"), std::string::npos) << small;
+    const std::string half4 = path_of(op, same(1, 17, 34, 12, 5, 5));  // C % 8 == 4: 4-half lanes, unpadded
+    EXPECT_EQ(half4, std::string(op == DwconvOp::forward ? "fwd" : "bdc") +
+                         " f16 cuda-core FW=5 TM=8 BN=64 lane=4h tile=4x16");
     const std::string padded = path_of(op, same(1, 17, 34, 12, 7, 7));  // larger: on 16 padded channels
     EXPECT_NE(padded.find("tc-ring tile=16x32 BN=16 frags/row=1 (channels padded 12->16)"), std::string::npos)
         << padded;

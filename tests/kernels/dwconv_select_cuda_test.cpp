@@ -161,6 +161,14 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
       EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 5, 5), "pad=on").padded_c, 0) << dtype_name(t);
       EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 0) << dtype_name(t);
     }
+    // FP16 at C % 8 == 4 (SLaK's 124): the CUDA-core kernel on 4-half lanes, unpadded, if the tensors are 8-byte
+    // aligned; at most 2 groups per row.
+    const Plan half4 = plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5));
+    EXPECT_TRUE(half4.kernel == Kernel::fwd_cc_f16 && half4.padded_c == 0 && half4.cc_groups == 2);
+    EXPECT_EQ(select(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5), BfcAccum::fp32, 4, parse_overrides("", "VAR"))
+                  .kernel,
+              Kernel::direct_tile);
+    EXPECT_THROW(plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5), "cc_groups=4"), cnn::Error);
   }
   const Plan tile = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
   EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);

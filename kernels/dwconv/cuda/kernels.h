@@ -112,10 +112,13 @@ void launch_dwconv_direct_tile(const float* src, const float* w, const float* bi
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
                                    const ConvGeometry& g, cudaStream_t stream);
 
-// ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 8 == 0,
-// 16-byte aligned; 8 outputs x 8 channels per thread, half8 loads, FP32 FMAs; `groups` groups of 8 outputs per
-// block row (1, 2 or 4; outputs past the row are skipped).
+// ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 4 == 0;
+// 8 outputs x cc_f16_lane_halves(C) channels per thread (8 at C % 8 == 0 with 16-byte aligned tensors, else 4 with
+// 8-byte aligned ones), FP32 FMAs; `groups` groups of 8 outputs per block row (1, 2 or up to cc_f16_max_groups(C);
+// outputs past the row are skipped).
 inline constexpr int kCcMaxFw = 5;
+int cc_f16_lane_halves(int c);  // 8, 4, or 0 where C % 4 != 0
+int cc_f16_max_groups(int c);   // 4 for 8-half lanes, 2 for 4-half lanes
 void launch_dwconv_cc_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           int groups, cudaStream_t stream);
 

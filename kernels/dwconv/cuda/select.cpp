@@ -3,6 +3,7 @@
 // and the kernels' design notes docs/dwconv-fp32.md, docs/dwconv-fp16.md, docs/dwconv-bfc.md.
 #include "kernels/dwconv/cuda/select.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -257,8 +258,13 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
 }
 
 // The same for FP16 data.
-Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvParams& p, const Overrides& o) {
+// `cc_half4`: C % 8 == 4 at stride 1 with 8-byte aligned tensors, where the CUDA-core register kernel runs on
+// 4-half lanes (SLaK's 124 channels): same FMAs per load as its 8-half lanes, no shared-memory staging, against the
+// tiled direct kernel's scalar lanes.
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool cc_half4, const DwconvParams& p,
+                          const Overrides& o) {
   if (!o.fwd) {
+    if (!eligible && cc_half4 && g.fw <= kCcMaxFw) return Kernel::fwd_cc_f16;
     if (!eligible) return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
     return tma_wins(g, true)             ? Kernel::fwd_tma_cc
            : g.fw <= kF16CudaCoreMaxFw && !f16_tall_strip_ring_wins(g) ? Kernel::fwd_cc_f16
@@ -268,8 +274,8 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, const DwconvPara
   const Kernel k = *o.fwd;
   check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
                "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
-  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
-               "stride 1, C % 8 == 0 and aligned tensors", p);
+  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible || (k == Kernel::fwd_cc_f16 && cc_half4),
+               kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
   check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
   check_forced(k != Kernel::fwd_tc_ring || g.fw <= kTcRingMaxFw, "fwd_tc_ring", "FW <= 64", p);
@@ -283,7 +289,9 @@ void configure(Plan& plan, bool f16, const Overrides& o) {
   switch (plan.kernel) {
     case Kernel::fwd_tma_cc: plan.tma = tma_config(g, f16, o); break;
     case Kernel::fwd_gemv: plan.gemv = o.gemv ? *o.gemv : gemv_config(g); break;
-    case Kernel::fwd_cc_f16: plan.cc_groups = o.cc_groups ? o.cc_groups : cc_groups(g.out_w); break;
+    case Kernel::fwd_cc_f16:
+      plan.cc_groups = o.cc_groups ? o.cc_groups : std::min(cc_groups(g.out_w), cc_f16_max_groups(g.c));
+      break;
     case Kernel::fwd_tc_ring:
       plan.ring_q = o.ring_q ? o.ring_q : ring_q(g.out_w);
       plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
@@ -304,8 +312,12 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
     return plan;
   }
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
+  const bool cc_half4 = f16 && stride1(p) && p.c % 8 == 4 && align >= 8;
+  plan.kernel =
+      f16 ? forward_kernel_f16(plan.g, eligible, cc_half4, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
   configure(plan, f16, o);
+  if (plan.kernel == Kernel::fwd_cc_f16)
+    check_forced(plan.cc_groups <= cc_f16_max_groups(p.c), "fwd_cc_f16 with cc_groups=4", "C % 8 == 0", p);
   return plan;
 }
 
@@ -408,8 +420,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
     case Kernel::fwd_gemv:
       return dwconv_gemv_path_name(g, plan.gemv);
     case Kernel::fwd_cc_f16:
-      return str_cat(name, " f16 cuda-core FW=", g.fw, " TM=8 BN=64 tile=", 16 / plan.cc_groups, "x",
-                     8 * plan.cc_groups);
+      return str_cat(name, " f16 cuda-core FW=", g.fw, " TM=8 BN=64", cc_f16_lane_halves(g.c) == 4 ? " lane=4h" : "",
+                     " tile=", 4 * cc_f16_max_groups(g.c) / plan.cc_groups, "x", 8 * plan.cc_groups);
     case Kernel::fwd_tc_ring:
       if (plan.ring_mma == RingMma::pairs)
         return str_cat(name, " f16 tc-ring mma=pairs tile=16x", 8 * plan.ring_q, " BN=16 offsets/group=",
