@@ -97,7 +97,12 @@ if [ "$torch" -eq 1 ]; then
   grep -h '"error"' "$torch_jsonl" | cut -c1-400
 fi
 
-commit=${CNN_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# The build's identity: CNN_COMMIT, else the commit a device bundle records beside its bin/ (scripts/device-bundle.sh;
+# the tree copied to the GPU machine may carry a different git HEAD), else this checkout's HEAD.
+bundle_commit="$(dirname "$train")/../commit"
+if [ -n "${CNN_COMMIT:-}" ]; then commit=$CNN_COMMIT
+elif [ -f "$bundle_commit" ]; then commit=$(cut -c1-7 "$bundle_commit")$(grep -o ' + uncommitted changes' "$bundle_commit")
+else commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown); fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 cmd="bench/e2e.sh --models $models --precisions $precisions --steps $steps --warmup $warmup --batch-size $batch --image-size $size --loss-check $loss_model"
 python3 "$root/bench/e2e_report.py" merge "$ours_jsonl" "$torch_jsonl" -o "$out/e2e.csv" &&

@@ -145,10 +145,11 @@ def markdown(a):
             out.append(f"- {c['model']} {c['precision'].upper()}: losses ours / PyTorch per step {pairs}; largest "
                        f"relative difference {max(c['rel_diff']):.2e} (bounds {c['bounds'][0]:g} at step 0, "
                        f"{c['bounds'][1]:g} after): {'agree' if c['agree'] else 'DISAGREE'}")
+    stem = os.path.splitext(os.path.basename(a.output))[0]  # the raw files are kept beside the page, named after it
     out += ["", "## How it was measured", "", f"Command (repository root, GPU machine): `{a.command}`", "",
             f"Build: {a.build}. Machine: {a.machine}.", "",
-            "Raw results: `e2e-h200.csv` beside this page (the CSV this table is generated from by "
-            "`bench/e2e_report.py markdown`) and the run's logs in `e2e-h200-logs.tgz`.", ""]
+            f"Raw results: `{stem}.csv` beside this page (the CSV this table is generated from by "
+            f"`bench/e2e_report.py markdown`) and the run's logs in `{stem}-logs.tgz`.", ""]
     write_atomic(a.output, "\n".join(out))
 
 

@@ -6,7 +6,7 @@
 # usage: scripts/device/e2e.sh [bench/e2e.sh options, e.g. --models convmixer_768_32,slak_tiny]
 # Environment: E2E_PROFILE (models to profile, default "convmixer_768_32 slak_tiny"), E2E_SECONDS (bench/e2e.sh's
 # limit, default 480).
-# Carry: .device/bundle.tar.xz (scripts/device-bundle.sh). Set CNN_COMMIT to the bundle's commit for the results page.
+# Carry: .device/bundle.tar.xz (scripts/device-bundle.sh); the results page names the bundle's commit.
 set -uo pipefail
 # shellcheck source=scripts/gpu-bundle-env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../gpu-bundle-env.sh"
@@ -40,7 +40,7 @@ if [ ! -f "$logs/e2e/e2e.csv" ] && [ -f "$logs/e2e/ours.jsonl" ]; then  # cut sh
   touch "$logs/e2e/torch.jsonl" "$logs/e2e/loss_check.jsonl"
   python3 bench/e2e_report.py merge "$logs/e2e/ours.jsonl" "$logs/e2e/torch.jsonl" -o "$logs/e2e/e2e.csv" &&
     python3 bench/e2e_report.py markdown "$logs/e2e/e2e.csv" --loss "$logs/e2e/loss_check.jsonl" \
-      --command "bench/e2e.sh --steps 20 --warmup 2 (cut short)" --build "cnn ${CNN_COMMIT:-unknown}" \
+      --command "bench/e2e.sh --steps 20 --warmup 2 (cut short)" --build "cnn ${CNN_COMMIT:-$(cut -c1-7 "$bundle/commit" 2>/dev/null || echo unknown)}" \
       --machine "$(head -1 "$logs/nvidia-smi.txt")" -o "$logs/e2e/e2e-h200.md"
 fi
 for f in e2e.csv e2e-h200.md loss_check.jsonl; do [ -f "$logs/e2e/$f" ] && cp "$logs/e2e/$f" "$out/"; done

@@ -94,9 +94,9 @@ constexpr int kBfcStripMaxTaps = 9;
 // pads only where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
 int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 
-// Small stride-1 forward-style ops at such channel counts run unpadded on the tiled direct kernel instead (up to
-// 5x5): at 5x5 a padded plan's copies of the input and the output cost more than the convolution, and the tiled
-// kernel reads each map once per block. Larger filters keep the padded fast kernels, whose work grows with the taps
+// Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
+// the CUDA-core kernel's 4-half lanes, other counts on the tiled direct kernel): at 5x5 a padded plan's copies of
+// the input and the output cost more than the convolution, and these kernels read each map once per block. Larger filters keep the padded fast kernels, whose work grows with the taps
 // while the copies do not. Backward-filter stays padded: a tiled direct backward-filter ran 1.4-2.1x slower than the
 // padded register-tile kernel at SLaK's widths.
 constexpr int kDirectTileMaxUnpaddedF = 5;
