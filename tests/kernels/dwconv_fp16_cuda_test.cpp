@@ -149,6 +149,20 @@ void check_case(const Case& k, uint64_t seed, size_t misalign, bool compare_cudn
   }
 }
 
+// A directly launched kernel's forward output y and backward-data output dx against the FP64 references: the
+// element bound of FP16 rounding over the taps summed, and the mean relative error bound.
+void expect_forward_style_match(const DwconvParams& p, const f16test::References& ref, const DeviceArray<__half>& y,
+                                const DeviceArray<__half>& dx, const std::string& name) {
+  const auto fwd =
+      f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag, f16test::fp16_output_bound(p.fh * p.fw + 1));
+  const auto bdc =
+      f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag, f16test::fp16_output_bound(p.fh * p.fw));
+  f16test::expect_ok(fwd, "forward " + name);
+  f16test::expect_ok(bdc, "backward-data " + name);
+  EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
+  EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+}
+
 Case same(int n, int h, int w, int c, int fh, int fw) {
   return {n, h, w, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2};
 }
@@ -269,14 +283,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       launch(dy.get(), w.get(), nullptr, dx.get(), gb);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
-      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
-      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw));
-      f16test::expect_ok(fwd, "forward " + name);
-      f16test::expect_ok(bdc, "backward-data " + name);
-      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
-      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+      expect_forward_style_match(p, ref, y, dx, name);
     }
   }
 }
@@ -301,14 +308,7 @@ TEST(DwconvFp16Gpu, CudaCoreKernelOnFourHalfLanesMatchesReference) {
       launch_dwconv_cc_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), groups, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::string name = "groups=" + std::to_string(groups) + " " + p.str();
-      const auto fwd = f16test::compare(widen(y.download<Half>()), ref.y, ref.y_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw + 1));
-      const auto bdc = f16test::compare(widen(dx.download<Half>()), ref.dx, ref.dx_mag,
-                                        f16test::fp16_output_bound(p.fh * p.fw));
-      f16test::expect_ok(fwd, "forward " + name);
-      f16test::expect_ok(bdc, "backward-data " + name);
-      EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
-      EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
+      expect_forward_style_match(p, ref, y, dx, name);
     }
     EXPECT_THROW(launch_dwconv_cc_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), 4, nullptr), cnn::Error);
   }
