@@ -152,7 +152,10 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
   const int tile_h = kWarps * rows_per_warp<T>(), tile_w = direct_tile_width(g.out_w);
   const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
-  const dim3 grid(unsigned(int64_t(g.n) * tiles_h * tiles_w), unsigned((g.c + kLanes - 1) / kLanes));
+  const int64_t blocks = int64_t(g.n) * tiles_h * tiles_w, channel_blocks = (g.c + kLanes - 1) / kLanes;
+  CNN_CHECK(blocks < (int64_t(1) << 31) && channel_blocks <= 65535, "dwconv direct_tile: grid too large for ", blocks,
+            " x ", channel_blocks, " blocks");
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks));
   const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T)) + 16;  // + the filter's alignment
   with_filter_width(g.fw, [&](auto fw) {
     with_tile_width(tile_w, [&](auto tw) {
