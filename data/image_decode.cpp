@@ -115,29 +115,37 @@ void check_pixel_count(int64_t width, int64_t height, const std::string& name) {
     fail(name, str_cat("JPEG size ", width, "x", height, " exceeds the ", kMaxImagePixels, "-pixel limit"));
 }
 
-// True when the frame header (SOF) before the first scan is progressive (SOF2, SOF6, SOF10, SOF14).
-bool is_progressive_jpeg(const std::vector<uint8_t>& b) {
+// Walks the marker segments after SOI while each starts with 0xFF: visit(marker, at, next) gets the segment's marker,
+// its offset and the offset just past its length field's extent, and returns where the walk goes on (kStop ends it).
+constexpr size_t kStop = size_t(-1);
+template <class Visit>
+void walk_segments(const std::vector<uint8_t>& b, Visit visit) {
   size_t at = 2;  // after SOI
   while (at + 4 <= b.size() && b[at] == 0xFF) {
-    const uint8_t marker = b[at + 1];
-    if (marker == 0xDA) return false;  // SOS: no progressive frame header before the scan
-    if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return true;
-    at += 2 + (size_t(b[at + 2]) << 8 | b[at + 3]);
+    at = visit(b[at + 1], at, at + 2 + (size_t(b[at + 2]) << 8 | b[at + 3]));
+    if (at == kStop) return;
   }
-  return false;
+}
+
+// True when the frame header (SOF) before the first scan is progressive (SOF2, SOF6, SOF10, SOF14).
+bool is_progressive_jpeg(const std::vector<uint8_t>& b) {
+  bool progressive = false;
+  walk_segments(b, [&](uint8_t marker, size_t, size_t next) {
+    if (marker == 0xDA) return kStop;  // SOS: no progressive frame header before the scan
+    progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE;
+    return progressive ? kStop : next;
+  });
+  return progressive;
 }
 
 // libjpeg decodes a scan whose data is cut short by a foreign marker (a second SOF, an SOI) as gray padding without
 // a warning, so the markers are walked first: each scan's entropy-coded data must be non-empty and end at EOI, a
 // restart, a table, a comment or the next scan. Data running to the end of the file is left to the decoder.
 void check_scan_markers(const std::vector<uint8_t>& b, const std::string& name) {
-  size_t at = 2;  // after SOI
-  while (at + 4 <= b.size() && b[at] == 0xFF) {
-    const uint8_t marker = b[at + 1];
-    if (marker == 0xD9) return;
-    at += 2 + (size_t(b[at + 2]) << 8 | b[at + 3]);
-    if (marker != 0xDA) continue;
-    const size_t start = at;
+  walk_segments(b, [&](uint8_t marker, size_t, size_t next) {
+    if (marker == 0xD9) return kStop;
+    if (marker != 0xDA) return next;
+    size_t at = next;
     while (at + 1 < b.size()) {
       if (b[at] == 0xFF && b[at + 1] == 0xFF) {
         ++at;  // fill byte before a marker
@@ -146,14 +154,15 @@ void check_scan_markers(const std::vector<uint8_t>& b, const std::string& name) 
       if (b[at] == 0xFF && b[at + 1] != 0x00 && (b[at + 1] < 0xD0 || b[at + 1] > 0xD7)) break;
       ++at;
     }
-    if (at + 1 >= b.size()) return;
-    const uint8_t next = b[at + 1];
-    const bool allowed = next == 0xD9 || next == 0xDA || next == 0xC4 || next == 0xDB || next == 0xDD ||
-                         next == 0xFE || (next >= 0xE0 && next <= 0xEF);
-    if (at == start || !allowed)
-      fail(name, str_cat("corrupt JPEG data (marker 0x", std::hex, int(next), std::dec, " after ", at - start,
+    if (at + 1 >= b.size()) return kStop;
+    const uint8_t following = b[at + 1];
+    const bool allowed = following == 0xD9 || following == 0xDA || following == 0xC4 || following == 0xDB ||
+                         following == 0xDD || following == 0xFE || (following >= 0xE0 && following <= 0xEF);
+    if (at == next || !allowed)
+      fail(name, str_cat("corrupt JPEG data (marker 0x", std::hex, int(following), std::dec, " after ", at - next,
                          " bytes of scan data)"));
-  }
+    return at;
+  });
 }
 
 // A baseline JPEG whose data ends without the end-of-image marker (FF D9) gets one appended: complete scan data
