@@ -1,7 +1,6 @@
 # Sourced by the GPU-machine scripts (gpu-run.sh, gpu-profile.sh): unpacks the carried .device/bundle.tar.xz once
-# (python3's tarfile, which the GPU machine has), sources the bundle's environment and sets `root`, `bundle`, `out`
-# ($OUT, or .device/out) and CNN_BIN_DIR. Exits 2 with one line, named after the calling script, when there is no
-# bundle.
+# (python3's tarfile, which the GPU machine has), sources the bundle's environment and sets `root`, `bundle` and
+# `out` ($OUT, or .device/out). Exits 2 with one line, named after the calling script, when there is no bundle.
 _caller=$(basename "$0")
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bundle="$root/.device/bundle"
@@ -17,5 +16,3 @@ out=${OUT:-$root/.device/out}
 mkdir -p "$out"
 # shellcheck source=/dev/null
 source "$bundle/env.sh"
-# The suites that run the tools as subprocesses (train_tests, tools_tests) take them from here, not the build folder.
-export CNN_BIN_DIR="$bundle/bin"

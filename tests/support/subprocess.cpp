@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 namespace cnn::test {
@@ -27,9 +26,14 @@ RunResult run_command(const std::string& command_line) {
 }
 
 std::string binary_path(const std::string& built) {
-  const char* dir = std::getenv("CNN_BIN_DIR");
-  if (dir == nullptr || *dir == '\0') return built;
-  return (std::filesystem::path(dir) / std::filesystem::path(built).filename()).string();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = self.parent_path() / fs::path(built).filename();
+    if (fs::exists(beside, ec)) return beside.string();
+  }
+  return built;
 }
 
 }  // namespace cnn::test

@@ -12,8 +12,9 @@ struct RunResult {
 
 RunResult run_command(const std::string& command_line);
 
-// A built binary: CMake's path `built`, or the file of the same name in $CNN_BIN_DIR when that is set (the GPU machine
-// runs the bundle's copies, not the build folder's).
+// A built binary: the file of the same name beside the running test executable when there is one (the build folder
+// holds the tests and the tools together, and so does a device bundle, whose copies are not at CMake's paths), else
+// CMake's path `built`.
 std::string binary_path(const std::string& built);
 
 }  // namespace cnn::test

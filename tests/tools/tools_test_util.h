@@ -9,7 +9,8 @@
 
 namespace cnn::test {
 
-// Runs `<CNN_BIN_DIR>/<tool> <args>` with stdout and stderr captured (binary_path: $CNN_BIN_DIR overrides the folder).
+// Runs `<CNN_BIN_DIR>/<tool> <args>` with stdout and stderr captured (binary_path: a copy beside the test executable
+// comes first).
 RunResult run_tool(const std::string& tool, const std::string& args);
 
 // A fresh empty folder under the test temp dir, named after the running test.

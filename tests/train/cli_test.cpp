@@ -36,19 +36,12 @@ std::string write(const std::string& path, const std::string& text) {
   return path;
 }
 
-// The binaries the tests run come from $CNN_BIN_DIR when it is set (the GPU machine's bundle), else from the build.
-TEST(TrainCli, BinariesComeFromCnnBinDirWhenSet) {
-  const char* saved = std::getenv("CNN_BIN_DIR");
-  const std::string keep = saved ? saved : "";
-  unsetenv("CNN_BIN_DIR");
-  EXPECT_EQ(binary_path("/build/bin/cnn-train"), "/build/bin/cnn-train");
-  setenv("CNN_BIN_DIR", "/bundle/bin", 1);
-  EXPECT_EQ(binary_path("/build/bin/cnn-train"), "/bundle/bin/cnn-train");
-  if (saved) {
-    setenv("CNN_BIN_DIR", keep.c_str(), 1);
-  } else {
-    unsetenv("CNN_BIN_DIR");
-  }
+// The binaries the tests run are taken from beside the test executable (a device bundle's folder, or the build's),
+// and from CMake's path where that folder has no such file.
+TEST(TrainCli, BinariesComeFromBesideTheTestExecutable) {
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  EXPECT_EQ(binary_path("/elsewhere/bin/" + self.filename().string()), self.string());
+  EXPECT_EQ(binary_path("/build/bin/no-such-tool"), "/build/bin/no-such-tool");
 }
 
 TEST(TrainCli, FlagErrors) {
