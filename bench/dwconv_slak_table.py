@@ -151,8 +151,8 @@ def main():
            'small kernel. The fast kernels need C % 8 == 0 (FP16) or C % 4 == 0 (FP32); other counts run them on '
            'copies padded with zero channels (`kernels/dwconv/cuda/select.cpp`, "Channel padding"), the "(padded)" '
            'plans below, except forward and backward-data with filters up to 5x5, which run unpadded: FP16 at '
-           'C % 8 == 4 on the CUDA-core kernel\'s 4-half lanes, other counts on the tiled direct kernel. Columns: our median ms (dwconv-bench, FP64-checked), the plan, the direct kernel the same '
-           'point ran before padding (pad=off, FP16 only), the fastest cuDNN backend engine that passed the same '
+           'C % 8 == 4 on the CUDA-core kernel\'s 4-half lanes, other counts on the tiled direct kernel. Columns: '
+           'our median ms (dwconv-bench, FP64-checked), the plan, the direct kernel the same point ran before padding (pad=off, FP16 only), the fastest cuDNN backend engine that passed the same '
            'check, PyTorch 2.11 (channels_last, cudnn.benchmark), the faster baseline over ours, and our time per '
            'FLOP over our time per FLOP at the aligned twin map (same filter, C rounded up to a multiple of 8) and, for '
            'the strips, over the square filter measured on the same map with the nearest number of taps.', '']

@@ -96,9 +96,9 @@ int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
 // the CUDA-core kernel's 4-half lanes, other counts on the tiled direct kernel): at 5x5 a padded plan's copies of
-// the input and the output cost more than the convolution, and these kernels read each map once per block. Larger filters keep the padded fast kernels, whose work grows with the taps
-// while the copies do not. Backward-filter stays padded: a tiled direct backward-filter ran 1.4-2.1x slower than the
-// padded register-tile kernel at SLaK's widths.
+// the input and the output cost more than the convolution, and these kernels read each map once per block. Larger
+// filters keep the padded fast kernels, whose work grows with the taps while the copies do not. Backward-filter stays
+// padded: a tiled direct backward-filter ran 1.4-2.1x slower than the padded register-tile kernel at SLaK's widths.
 constexpr int kDirectTileMaxUnpaddedF = 5;
 bool direct_tile_instead_of_padding(const DwconvParams& p) {
   return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF &&
@@ -312,7 +312,7 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
     return plan;
   }
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  const bool cc_half4 = f16 && stride1(p) && p.c % 8 == 4 && align >= 8;
+  const bool cc_half4 = f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
   plan.kernel =
       f16 ? forward_kernel_f16(plan.g, eligible, cc_half4, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
   configure(plan, f16, o);
