@@ -1,6 +1,7 @@
-// FP16 depthwise kernels (tensor-core Flash-DWC-T, CUDA-core and direct FP16 kernels, FP16 backward-filter with
-// FP32 / hybrid accumulation) against the FP64 reference on FP16-rounded U(-1,1) inputs, and cuDNN's FP16
-// depthwise conv as the same-precision baseline. The host emulation of hybrid accumulation is tested on the CPU.
+// FP16 depthwise kernels (tensor-core Flash-DWC-T, CUDA-core and direct FP16 kernels; the three ops through the
+// entry points) against the FP64 reference on FP16-rounded U(-1,1) inputs, and cuDNN's FP16 depthwise conv as the
+// same-precision baseline. The backward-filter kernels have their own file (dwconv_fp16_bfc_cuda_test.cpp); the host
+// emulation of hybrid accumulation is tested on the CPU.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "kernels/dwconv/cuda/select.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_cuda.h"
+#include "tests/kernels/dwconv_fp16_device.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
 #include "tests/support/numeric.h"
 
@@ -26,40 +28,11 @@ namespace cnn::dwconv {
 namespace {
 
 using f16test::Case;
+using f16test::DeviceArray;
 using f16test::HalfData;
-
-// Device buffer of `n` elements of T (plus `offset` leading elements, to hand out misaligned pointers).
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t n, size_t offset = 0) : n_(n), offset_(offset) {
-    EXPECT_EQ(cudaMalloc(&base_, (n + offset + 1) * sizeof(T)), cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(base_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return base_ + offset_; }
-  void upload(const void* host) const {
-    ASSERT_EQ(cudaMemcpy(get(), host, n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  void poison() const { ASSERT_EQ(cudaMemset(get(), 0xFF, n_ * sizeof(T)), cudaSuccess); }  // NaN in FP16 and FP32
-  template <class H>
-  std::vector<H> download() const {
-    std::vector<H> out(n_);
-    EXPECT_EQ(cudaMemcpy(out.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return out;
-  }
-
- private:
-  T* base_ = nullptr;
-  size_t n_, offset_;
-};
-
-std::vector<double> widen(const std::vector<Half>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = double(float(v[i]));
-  return out;
-}
+using f16test::kMareBound;
+using f16test::same;
+using f16test::widen;
 
 // Device results of the three ops on one case; outputs poisoned before each run.
 struct GpuResults {
@@ -94,10 +67,6 @@ GpuResults run_gpu(const Case& k, const HalfData& d, size_t misalign) {
   return r;
 }
 
-// MARE bound on the awkward shapes: FP16 outputs carry a rounding error of at most 2^-11 relative (mean ~2^-13),
-// FP32 accumulation adds far less; 2e-3 leaves room while a dropped or doubled tap (error ~1/sqrt(K) relative, >= 1e-2
-// for K <= 2601 taps) fails.
-constexpr double kMareBound = 2e-3;
 
 void check_case(const Case& k, uint64_t seed, size_t misalign, bool compare_cudnn) {
   const DwconvParams p = k.params();
@@ -161,10 +130,6 @@ void expect_forward_style_match(const DwconvParams& p, const f16test::References
   f16test::expect_ok(bdc, "backward-data " + name);
   EXPECT_LE(fwd.mare, kMareBound) << "forward " << name;
   EXPECT_LE(bdc.mare, kMareBound) << "backward-data " << name;
-}
-
-Case same(int n, int h, int w, int c, int fh, int fw) {
-  return {n, h, w, c, fh, fw, 1, 1, (fh - 1) / 2, fh / 2, (fw - 1) / 2, fw / 2};
 }
 
 TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
@@ -314,209 +279,6 @@ TEST(DwconvFp16Gpu, CudaCoreKernelOnFourHalfLanesMatchesReference) {
   }
 }
 
-// Every backward-filter column tiling and Z split, both accumulations.
-TEST(DwconvFp16Gpu, BackwardFilterEveryTileAndSplit) {
-  CNN_REQUIRE_GPU();
-  const Case k = same(2, 19, 37, 66, 11, 11);
-  const DwconvParams p = k.params();
-  const HalfData d = f16test::make_data(p, 31337);
-  const f16test::References ref = f16test::references(p, d);
-  DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
-  DeviceArray<float> dw(p.w_elems());
-  x.upload(d.x.data()), dy.upload(d.dy.data());
-  const double l_terms = double(p.n) * p.oh() * p.ow();
-  for (int tm = 1; tm <= 9; ++tm)
-    for (int z : {1, 5, 38}) {
-      for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-        dw.poison();
-        const BfcF16Force force{tm, z};
-        launch_dwconv_bfc_f16(x.get(), dy.get(), dw.get(), p, accum, force, nullptr);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        const std::vector<float> got_f = dw.download<float>();
-        const std::vector<double> got(got_f.begin(), got_f.end());
-        const std::string name = dwconv_bfc_f16_path_name(p, accum, force) + " " + p.str() + " seed=31337";
-        if (accum == BfcAccum::fp32) {
-          f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms)), name);
-        } else {
-          const double merges = l_terms / kBfcHaRun + 2.0 * p.n * p.oh() + 2;  // runs + chunk atomics
-          f16test::expect_ok(
-              f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
-        }
-      }
-    }
-}
-
-// One FP16 backward-filter result (FP32 dW) against the references. fp32 accumulation: FP32 sums of exact FP16
-// products (per-thread FMA chains, block sums, atomics) against FP64. ha: the emulation's FP16 runs exactly, only the
-// FP32 merges differ - run partials (<= runs), block sums (<= rows) and atomics (<= runs, segments being whole runs),
-// one rounding each - and against FP64 within the ha bound.
-void expect_bfc_f16(const std::vector<double>& got, const f16test::References& ref, const DwconvParams& p,
-                    BfcAccum accum, const std::string& name) {
-  const double l_terms = double(p.n) * p.oh() * p.ow();
-  if (accum == BfcAccum::fp32) {
-    const f16test::ErrorStats st = f16test::compare(got, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
-    f16test::expect_ok(st, name);
-    EXPECT_LE(st.mare, kMareBound) << name;
-    return;
-  }
-  const double rows = double(p.n) * p.oh(), runs = rows * ((p.ow() + kBfcHaRun - 1) / kBfcHaRun);
-  const double merges = 2 * runs + rows + 2;
-  f16test::expect_ok(f16test::compare(got, ref.dw_ha_emulated, ref.dw_mag, f16test::fp32_output_bound(merges)), name);
-  f16test::expect_ok(f16test::compare(got, ref.dw, ref.dw_mag, f16test::ha_bound(l_terms)), "vs FP64 " + name);
-}
-
-// The tiled backward-filter kernel, launched directly (through the dispatcher a fallback to the row-warp kernel
-// would pass unnoticed), in both accumulation modes, with the planner's split and with forced Z chunks and column
-// strips (ha: strips of whole runs); dW poisoned before each run.
-// One backward-filter case on the device: FP16 inputs uploaded, references computed, dW poisoned before each run.
-struct BfcF16Run {
-  DwconvParams p;
-  f16test::References ref;
-  DeviceArray<__half> x, dy;
-  DeviceArray<float> dw;
-  BfcF16Run(const Case& k, uint64_t seed) : p(k.params()), x(p.x_elems()), dy(p.y_elems()), dw(p.w_elems()) {
-    const HalfData d = f16test::make_data(p, seed);
-    ref = f16test::references(p, d);
-    x.upload(d.x.data()), dy.upload(d.dy.data());
-  }
-  template <class Launch>
-  std::vector<double> run(Launch launch) {
-    dw.poison();
-    launch(x.get(), dy.get(), dw.get());
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::vector<float> got = dw.download<float>();
-    return std::vector<double>(got.begin(), got.end());
-  }
-};
-
-void check_bfc_tiled(const Case& k, uint64_t seed) {
-  ASSERT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
-  BfcF16Run b(k, seed);
-  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-    const bool ha = accum == BfcAccum::ha;
-    const BfcF16TiledForce forces[] = {BfcF16TiledForce{}, BfcF16TiledForce{3, ha ? kBfcHaRun : 5},
-                                       BfcF16TiledForce{1000000, ha ? 2 * kBfcHaRun : 1}};
-    for (const BfcF16TiledForce& force : forces) {
-      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
-        launch_dwconv_bfc_f16_tiled(x, dy, dw, b.p, accum, force, nullptr);
-      });
-      expect_bfc_f16(got, b.ref, b.p, accum,
-                     dwconv_bfc_f16_tiled_path_name(b.p, accum, force) + " " + b.p.str() + " seed=" +
-                         std::to_string(seed));
-    }
-  }
-}
-
-TEST(DwconvFp16Gpu, BackwardFilterTiledKernelSmallFilters) {
-  CNN_REQUIRE_GPU();
-  uint64_t seed = 7300;
-  for (const Case& k : {
-           same(1, 1, 1, 8, 1, 1),                   // single pixel, 1x1
-           same(3, 2, 2, 72, 3, 3),                  // N=3, 2x2 image, 3x3
-           same(1, 5, 5, 136, 5, 5),                 // two channel slices
-           same(3, 17, 34, 72, 3, 3),                // R = 28 row slots of 18 channel groups
-           same(1, 17, 34, 1032, 7, 7),              // 9 channel slices of 29 groups (last partial)
-           same(3, 33, 70, 8, 5, 5),                 // C = 8: two channel groups, many row slots; 3 ha runs per row
-           Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},    // even filter height, asymmetric padding
-           Case{1, 17, 34, 72, 3, 7, 1, 1, 0, 0, 0, 0},   // zero padding (output smaller than input)
-           Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},  // pads beyond the filter reach: output larger than input
-           Case{1, 2, 5, 8, 3, 3, 1, 1, 4, 2, 0, 5},      // pads beyond the reach on a tiny image
-           Case{3, 1, 34, 72, 1, 3, 1, 1, 0, 0, 2, 0},    // H = 1, left padding only
-           Case{1, 17, 1, 12, 5, 5, 1, 1, 2, 2, 4, 0},    // W = 1, C % 8 != 0
-           Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},  // rows entirely in the padding are skipped
-           Case{3, 17, 34, 72, 7, 7, 1, 1, 0, 6, 6, 0},   // one-sided padding
-           same(1, 17, 34, 72, 4, 6),                      // FW 6: one filter row per thread, 4 row groups
-           same(1, 17, 34, 72, 7, 4),                      // FW 4: row groups of 1, 2, 2, 2 rows
-           same(1, 17, 34, 72, 5, 2),                      // FW 2: row groups of 2 and 3 rows
-           Case{1, 17, 34, 72, 7, 1, 1, 1, 1, 5, 0, 0},    // FW 1: row groups of 3 and 4 rows
-       })
-    check_bfc_tiled(k, seed++);
-}
-
-// Wide filters: several column tiles (the last one masked past FW), and beyond 16 tiles blocks that each hold a band
-// of tiles and add their sums straight into dW. Rows of 70 and 117 columns: several ha runs, the last one short.
-TEST(DwconvFp16Gpu, BackwardFilterTiledKernelWideFilters) {
-  CNN_REQUIRE_GPU();
-  uint64_t seed = 7500;
-  for (const Case& k : {
-           same(1, 17, 34, 72, 9, 9),                       // 2 column tiles of 5 (one padded column)
-           same(3, 17, 34, 8, 13, 13),                      // N=3, C = 8: 26 tiles of 7 columns in one block
-           same(1, 40, 70, 136, 17, 17),                    // tiles of 6, two channel slices, 3 ha runs per row
-           same(1, 17, 34, 72, 31, 31),                     // tiles of 2 x 4, 5 blocks of tiles
-           same(1, 17, 34, 72, 51, 51),                     // 338 tiles in 13 blocks, most taps in the padding
-           same(1, 17, 34, 72, 51, 5),                      // tall: 51 row tiles of one row
-           same(1, 17, 34, 72, 5, 51),                      // wide: 13 column tiles of 4
-           same(3, 40, 70, 72, 13, 3),                      // tall narrow: shared sums, row groups of 2 and 3
-           Case{1, 5, 5, 136, 9, 9, 1, 1, 4, 4, 4, 4},      // 5x5 image, filter larger than the image
-           Case{1, 2, 5, 8, 9, 13, 1, 1, 10, 3, 14, 1},     // padding past the filter's reach, H = 2
-           Case{3, 1, 1, 72, 9, 9, 1, 1, 4, 4, 4, 4},       // 1x1 images
-           Case{1, 17, 34, 72, 13, 13, 1, 1, 0, 12, 7, 2},  // asymmetric padding
-           Case{1, 17, 1, 8, 17, 9, 1, 1, 8, 8, 4, 4},      // W = 1
-           same(1, 40, 70, 8, 31, 31),                      // C = 8: 128 tiles in one block of 256 threads
-           Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: 4 ha runs per row, the last of 21 columns
-       })
-    check_bfc_tiled(k, seed++);
-}
-
-// Enough dY rows x columns for several Z chunks and (on small maps) column strips under the planner's own split.
-TEST(DwconvFp16Gpu, BackwardFilterTiledKernelManyChunks) {
-  CNN_REQUIRE_GPU();
-  check_bfc_tiled(same(3, 64, 96, 72, 3, 3), 7400);
-  check_bfc_tiled(same(2, 48, 80, 128, 5, 5), 7401);
-  check_bfc_tiled(same(4, 32, 32, 256, 7, 7), 7402);
-  check_bfc_tiled(same(2, 48, 80, 128, 9, 9), 7403);
-  check_bfc_tiled(same(2, 17, 34, 72, 51, 51), 7404);
-}
-
-// The FP32 backward-filter tile kernel on FP16 inputs (bfc_tile.cuh with T = __half, and __half2 for ha):
-// the planner's choices, a forced Z and a forced tile, in both accumulation modes. fp32 against FP64 with the
-// FP32-accumulation bound; ha against the host emulation (its FP16 runs exactly, FP32 merges within rounding) and
-// against FP64 with the ha bound.
-void check_bfc_tile_f16(const Case& k, uint64_t seed) {
-  ASSERT_TRUE(bfc_tile_f16_supports(k.params(), nullptr, nullptr)) << k.params().str();
-  BfcF16Run b(k, seed);
-  BfcForce z3, t1x5;
-  z3.z = 3;
-  t1x5.tile_r = 1, t1x5.tile_tm = 5;
-  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-    for (const BfcForce& force : {BfcForce{}, z3, t1x5}) {
-      const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
-        dwconv_backward_filter_cuda_tile_f16(x, dy, dw, b.p, accum, force, nullptr);
-      });
-      expect_bfc_f16(got, b.ref, b.p, accum,
-                     std::string("bfc f16 tile ") + bfc_accum_name(accum) + " force " + std::to_string(force.tile_r) +
-                         "x" + std::to_string(force.tile_tm) + " z=" + std::to_string(force.z) + " " + b.p.str() +
-                         " seed=" + std::to_string(seed));
-    }
-  }
-}
-
-TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
-  CNN_REQUIRE_GPU();
-  uint64_t seed = 7600;
-  for (const Case& k : {
-           same(1, 1, 1, 8, 1, 1),                         // single pixel, 1x1
-           same(3, 17, 34, 72, 3, 3),                      // partial channel slice (72 = 2 x 32 + 8)
-           same(1, 17, 34, 1032, 7, 7),                    // 33 channel slices
-           same(3, 33, 70, 8, 5, 5),                       // C = 8
-           Case{3, 5, 2, 136, 2, 3, 1, 1, 0, 1, 1, 1},      // even filter height, asymmetric padding
-           Case{1, 33, 70, 136, 7, 1, 1, 1, 8, 9, 3, 2},    // pads beyond the filter reach
-           Case{1, 5, 17, 1032, 5, 3, 1, 1, 6, 7, 0, 3},    // rows entirely in the padding
-           same(1, 40, 70, 136, 17, 17),                   // 1x17 tile
-           same(1, 40, 70, 136, 9, 9),                     // 3x9 tile (fp32 and ha), two warps per row segment
-           same(1, 17, 34, 72, 31, 31),                    // 2x16 tile (measured entry; ha 1x31)
-           same(1, 17, 34, 72, 51, 51),                    // 3x13 tile (ha 2x13), most taps in the padding
-           same(1, 17, 34, 72, 51, 5),                     // tall strip
-           Case{2, 17, 34, 72, 7, 7, 2, 2, 3, 3, 3, 3},     // stride 2: four phases
-           Case{1, 20, 21, 64, 5, 4, 2, 1, 2, 2, 1, 2},     // stride 2 x 1, even filter width
-           same(4, 32, 32, 256, 13, 13),                   // 2x13 tile, several chunks (ha: narrow segments)
-           same(2, 24, 64, 64, 13, 13),                    // ha 1x13 on 64-column segments
-           Case{2, 9, 100, 72, 3, 11, 1, 1, 1, 1, 20, 7},   // OW = 117: ha runs of 32, the last of 21 columns
-           same(2, 40, 70, 136, 7, 7),                     // OW = 70: runs split across warp segments
-       })
-    check_bfc_tile_f16(k, seed++);
-}
-
 // Forward and backward-data take the TMA-fed kernel where it was measured faster (8-byte lanes; one row per thread
 // at 3x3, two at 5x5), the other kernels elsewhere.
 TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
@@ -546,43 +308,6 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
     for (int f : {6, 7, 8})
       EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring tile="), std::string::npos) << f;
   }
-}
-
-// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above 9
-// taps and at any stride above 1 (on padded channels where C % 8 != 0), the tiled kernel for the other stride-1
-// shapes it supports (C % 4 == 0, unpadded).
-TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
-  CNN_REQUIRE_GPU();
-  const auto path_of = [](const Case& k, BfcAccum accum) {
-    return dwconv_path_name(DwconvOp::backward_filter, k.params(), DType::f16, accum);
-  };
-  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-    const std::string mode = bfc_accum_name(accum);
-    const std::string tile = std::string("bfc f16 tile (") + mode + " accumulation)";
-    const std::string tiled = std::string("bfc f16 ") + mode + " tiled";
-    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51),
-                          same(1, 17, 34, 72, 51, 5)})
-      EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
-    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 72, 1, 9), same(1, 17, 34, 12, 3, 3)}) {
-      EXPECT_TRUE(bfc_f16_tiled_supports(k.params(), nullptr, nullptr)) << k.params().str();
-      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);  // 9 taps or fewer
-    }
-    const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
-    EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
-    EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
-    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 != 0: the tile kernel, padded
-      const std::string path = path_of(k, accum);
-      EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded 12->16)") != std::string::npos) << path;
-    }
-  }
-  const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
-  EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));
-  EXPECT_FALSE(bfc_f16_tiled_supports(same(1, 17, 34, 6, 5, 5).params(), nullptr, nullptr));  // C % 4 != 0
-  DeviceArray<__half> x(small.x_elems()), dy(small.y_elems());
-  DeviceArray<float> dw(small.w_elems());
-  EXPECT_THROW(launch_dwconv_bfc_f16_tiled(x.get(), dy.get(), dw.get(), small, BfcAccum::ha, BfcF16TiledForce{0, 20},
-                                           nullptr),
-               cnn::Error);
 }
 
 TEST(DwconvFp16CudaEntry, RejectsBadParamsBeforeTouchingTheDevice) {
