@@ -179,10 +179,12 @@ TEST(DwconvBfcGpu, EveryZSplitMatchesReference) {
   for (int z : {1, 4, 30}) check_bfc(p, BfcForce{1, 1, z}, 400 + uint32_t(z));
 }
 
-TEST(DwconvBfcGpu, UnalignedInputTakesScalarPath) {
+TEST(DwconvBfcGpu, UnalignedInputTakesNarrowerCopies) {
   CNN_REQUIRE_GPU();
   check_bfc(same(2, 17, 34, 72, 7, 7), BfcForce{}, 500, /*x_offset=*/1);
   check_bfc(dwconv_shape(1, 17, 34, 64, 3, 3, 2, 2, 1, 1, 1, 1), BfcForce{}, 501, /*x_offset=*/3);
+  check_bfc(same(1, 17, 34, 72, 5, 5), BfcForce{}, 502, /*x_offset=*/2);  // 8-byte aligned: 8-byte copies
+  check_bfc(same(1, 17, 34, 70, 5, 5), BfcForce{}, 503);                  // C % 4 == 2: 8-byte copies
 }
 
 TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {

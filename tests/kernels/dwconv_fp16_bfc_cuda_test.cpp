@@ -258,9 +258,19 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     const Case strided{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, strided_c12{1, 17, 34, 12, 3, 3, 2, 2, 1, 1, 1, 1};
     EXPECT_FALSE(bfc_f16_tiled_supports(strided.params(), nullptr, nullptr));
     EXPECT_EQ(path_of(strided, accum).rfind(tile, 0), 0u) << path_of(strided, accum);
-    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 != 0: the tile kernel, padded
+    for (const Case& k : {strided_c12, same(1, 17, 34, 12, 5, 5)}) {  // C % 8 == 4: the tile kernel, 8-byte copies
       const std::string path = path_of(k, accum);
-      EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find("(channels padded 12->16)") != std::string::npos) << path;
+      EXPECT_TRUE(path.rfind(tile, 0) == 0 && path.find(" copy=8B") != std::string::npos &&
+                  path.find("padded") == std::string::npos)
+          << path;
+    }
+    for (const Case& k : {same(1, 17, 34, 14, 5, 5), same(1, 17, 34, 13, 5, 5)}) {  // C % 4 == 2: 4-byte; odd: padded
+      const std::string path = path_of(k, accum);
+      EXPECT_EQ(path.rfind(tile, 0), 0u) << path;
+      if (k.c == 14)
+        EXPECT_TRUE(path.find(" scalar") != std::string::npos && path.find("padded") == std::string::npos) << path;
+      else
+        EXPECT_NE(path.find("(channels padded 13->16)"), std::string::npos) << path;
     }
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();

@@ -148,6 +148,8 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case(same(2, 19, 70, 249, 5, 5), seed++, 0, false);                 // small filter at odd C: tiled direct
   check_case(same(2, 19, 70, 124, 5, 5), seed++, 0, false);                 // C % 8 == 4: cuda-core, 4-half lanes
   check_case({1, 17, 34, 12, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // the same, backward-data crops
+  check_case(same(1, 17, 34, 14, 5, 5), seed++, 0, false);                  // C % 4 == 2: 4-byte bfc copies
+  check_case({2, 17, 34, 12, 5, 5, 2, 1, 2, 2, 1, 3}, seed++, 0, false);    // bfc tile at stride 2x1, 8-byte copies
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips and widths: padded
   check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
@@ -165,10 +167,13 @@ TEST(DwconvFp16Gpu, OddChannelsUnpaddedMatchReference) {
   set_overrides(saved);
 }
 
-TEST(DwconvFp16Gpu, MisalignedPointersTakeDirectPathAndMatch) {
+TEST(DwconvFp16Gpu, MisalignedPointersMatch) {
   CNN_REQUIRE_GPU();
   check_case(same(1, 17, 34, 72, 7, 7), 77, 1, false);
   check_case(same(1, 17, 34, 64, 3, 3), 78, 3, false);
+  // 4- and 8-byte aligned: the backward-filter tile kernel stages with 4- and 8-byte copies.
+  check_case(same(1, 17, 34, 72, 7, 7), 79, 2, false);
+  check_case(same(2, 17, 34, 72, 5, 5), 80, 4, false);
 }
 
 TEST(DwconvFp16Gpu, LargerShapesMatchReference) {

@@ -131,12 +131,15 @@ TEST(DwconvSelectGpu, Fp16Plans) {
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3)), Kernel::bfc_strip_f16);
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 5, 5)), Kernel::bfc_tile);
   EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 3, 3, 2)), Kernel::bfc_tile);
-  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 8), Kernel::bfc_strip_f16);
+  // 8- and 4-byte aligned tensors: the tile kernel with narrower copies; 2-byte aligned: neither it nor the strip kernel.
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 8), Kernel::bfc_tile);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 4), Kernel::bfc_tile);
+  EXPECT_EQ(bfc(same_pad(1, 17, 34, 72, 7, 7), 2), Kernel::bfc_rowwarp_f16);
 }
 
 // Channel counts the vector kernels cannot take run them on padded copies (Plan::padded_c): stride-1 forward-style
-// ops and backward-filter, except where the FP16 strip kernel takes C % 4 == 0 unpadded; strided forward-style ops,
-// a forced direct or row-warp kernel and pad=off stay unpadded.
+// ops and backward-filter, except where the FP16 strip kernel takes C % 4 == 0 or the FP16 tile kernel an even C
+// unpadded; strided forward-style ops, a forced direct or row-warp kernel and pad=off stay unpadded.
 TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
   CNN_REQUIRE_GPU();
   const auto plan = [](DwconvOp op, DType dtype, const DwconvParams& p, const char* text = "") {
@@ -170,12 +173,19 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
               Kernel::direct_tile);
     EXPECT_THROW(plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5), "cc_groups=4"), cnn::Error);
   }
+  // FP16 backward-filter where the tile kernel is the choice: unpadded at an even C (8- or 4-byte copies), padded
+  // at an odd one.
   const Plan tile = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
-  EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 128);
+  EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 0);
+  const Plan tile998 = plan(bfc, DType::f16, same_pad(1, 17, 34, 998, 5, 5));
+  EXPECT_TRUE(tile998.kernel == Kernel::bfc_tile && tile998.padded_c == 0);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 5, 5)).padded_c, 256);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 998, 3, 3)).padded_c, 1000);  // the strip kernel's choice
   const Plan strip = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
   EXPECT_TRUE(strip.kernel == Kernel::bfc_strip_f16 && strip.padded_c == 0);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 16);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 0);
+  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 13, 3, 3, 2)).padded_c, 16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);

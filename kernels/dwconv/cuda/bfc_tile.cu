@@ -195,8 +195,8 @@ BfcPlan make_plan(const DwconvParams& p, const BfcForce& force, const DeviceInfo
   return plan;
 }
 
-TileArgs tile_args(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                   TileInput in) {
+TileArgs tile_args(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp,
+                   int copy_bytes, TileInput in) {
   TileArgs a{};
   a.x = x;
   a.dy = dy;
@@ -227,13 +227,13 @@ TileArgs tile_args(const void* x, const void* dy, float* dw, const DwconvParams&
   a.n_segs = pp.n_segs;
   a.rows = p.n * p.oh();
   a.z = int(pp.z);
-  a.vec = vec ? 1 : 0;
+  a.copy_bytes = copy_bytes;
   return a;
 }
 
-void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp, bool vec,
-                  TileInput in, cudaStream_t stream) {
-  const TileArgs a = tile_args(x, dy, dw, p, pp, vec, in);
+void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& p, const PhasePlan& pp,
+                  int copy_bytes, TileInput in, cudaStream_t stream) {
+  const TileArgs a = tile_args(x, dy, dw, p, pp, copy_bytes, in);
   const int threads = pp.rg * pp.ct * pp.ws * bfc::kLanes;
   const int64_t blocks = pp.blocks_per_chunk() * pp.z;
   tile_kernel(pp.tile, in)<<<unsigned(blocks), threads, pp.smem, stream>>>(a);
@@ -243,12 +243,11 @@ void launch_phase(const void* x, const void* dy, float* dw, const DwconvParams& 
 // (device and shape, overrides, alignment and input kind)
 using PlanKey = std::pair<DeviceShapeKey, std::array<int, 5>>;
 
-// Plans once per (device, shape, overrides, alignment, input kind).
-const BfcPlan& cached_plan(const DwconvParams& p, const BfcForce& force, bool vec, TileInput in) {
+// Plans once per (device, shape, overrides, copy width, input kind).
+const BfcPlan& cached_plan(const DwconvParams& p, const BfcForce& force, int copy_bytes, TileInput in) {
   static std::mutex mutex;
   static std::map<PlanKey, BfcPlan> cache;
-  const PlanKey key{device_shape_key(p),
-                    {force.tile_r, force.tile_tm, force.z, vec ? 1 : 0, int(in)}};
+  const PlanKey key{device_shape_key(p), {force.tile_r, force.tile_tm, force.z, copy_bytes, int(in)}};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -264,19 +263,24 @@ void check_inputs(const void* x, const void* dy, const float* dw, const DwconvPa
   CNN_CHECK(force.z >= 0, "dwconv_backward_filter_cuda: expected forced Z >= 0, got ", force.z);
 }
 
-// 16-byte copies: 16 bytes of channels divide C (4 floats, 8 halves) and both tensors are 16-byte aligned.
-bool vec_ok(const void* x, const void* dy, int c, TileInput in) {
-  return c % (in == TileInput::f32 ? 4 : 8) == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+// The byte alignment both tensors share (16 at most; a null pointer counts as aligned).
+int pointer_alignment(const void* x, const void* dy) {
+  const uintptr_t bits = (x ? reinterpret_cast<uintptr_t>(x) : 16) | (dy ? reinterpret_cast<uintptr_t>(dy) : 16) | 16;
+  return int(bits & ~(bits - 1));
 }
 
-std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileInput in) {
+int copy_bytes_of(const void* x, const void* dy, int c, TileInput in) {
+  return bfc_tile_copy_bytes(c, in != TileInput::f32, pointer_alignment(x, dy));
+}
+
+std::string describe(const BfcPlan& plan, const DwconvParams& p, int copy_bytes, TileInput in) {
   const PhasePlan& pp = plan.phases.front();
   const char* what = in == TileInput::f32   ? "bfc tile R="
                      : in == TileInput::f16 ? "bfc f16 tile (fp32 accumulation) R="
                                             : "bfc f16 tile (ha accumulation) R=";
   std::string s = str_cat(what, pp.tile.r, " TM=", pp.tile.tm, " warps=", pp.rg, "x", pp.ct, "x", pp.ws,
-                          " bow=", pp.bow, " segs=", pp.n_segs, " Z=", pp.z, vec ? " vec" : " scalar");
+                          " bow=", pp.bow, " segs=", pp.n_segs, " Z=", pp.z,
+                          copy_bytes == 16 ? " vec" : copy_bytes == 8 ? " copy=8B" : " scalar");
   if (plan.phases.size() > 1) s += str_cat(" phases=", p.stride_h, "x", p.stride_w);
   return s;
 }
@@ -284,12 +288,12 @@ std::string describe(const BfcPlan& plan, const DwconvParams& p, bool vec, TileI
 void run_bfc(const void* x, const void* dy, float* dw, const DwconvParams& p, const BfcForce& force, TileInput in,
              cudaStream_t stream) {
   check_inputs(x, dy, dw, p, force);
-  const bool vec = vec_ok(x, dy, p.c, in);
-  CNN_CHECK(vec || in == TileInput::f32,
-            "dwconv_backward_filter_cuda_tile_f16: expected C % 8 == 0 and 16-byte aligned x and dy, got ", p.str());
-  const BfcPlan& plan = cached_plan(p, force, vec, in);
+  const int copy_bytes = copy_bytes_of(x, dy, p.c, in);
+  CNN_CHECK(copy_bytes != 0,
+            "dwconv_backward_filter_cuda_tile_f16: expected an even C and 4-byte aligned x and dy, got ", p.str());
+  const BfcPlan& plan = cached_plan(p, force, copy_bytes, in);
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, size_t(p.w_elems()) * sizeof(float), stream));
-  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, vec, in, stream);
+  for (const PhasePlan& pp : plan.phases) launch_phase(x, dy, dw, p, pp, copy_bytes, in, stream);
 }
 
 TileInput f16_input(BfcAccum accum) {
@@ -305,8 +309,16 @@ void dwconv_backward_filter_cuda_tile(const float* x, const float* dy, float* dw
   run_bfc(x, dy, dw, p, force, TileInput::f32, stream);
 }
 
+int bfc_tile_copy_bytes(int c, bool f16, int align) {
+  const int elem = f16 ? 2 : 4;
+  if (f16 && c % 2 != 0) return 0;  // FP16 copies at least a channel pair (cp.async has no 2-byte form)
+  for (int bytes : {16, 8, 4})
+    if (bytes >= elem && (int64_t(c) * elem) % bytes == 0 && align % bytes == 0) return bytes;
+  return 0;
+}
+
 bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy) {
-  return vec_ok(x == nullptr ? dy : x, dy == nullptr ? x : dy, p.c, TileInput::f16);
+  return copy_bytes_of(x, dy, p.c, TileInput::f16) != 0;
 }
 
 void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
@@ -315,13 +327,14 @@ void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, flo
 }
 
 std::string bfc_tile_path_name(const DwconvParams& p, const BfcForce& force) {
-  const bool vec = p.c % 4 == 0;  // assumes 16-byte aligned tensors, as the caching allocator returns
-  return describe(cached_plan(p, force, vec, TileInput::f32), p, vec, TileInput::f32);
+  const int bytes = bfc_tile_copy_bytes(p.c, false, 16);  // assumes 16-byte aligned tensors, as allocators return
+  return describe(cached_plan(p, force, bytes, TileInput::f32), p, bytes, TileInput::f32);
 }
 
 std::string bfc_tile_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcForce& force) {
   const TileInput in = f16_input(accum);
-  return describe(cached_plan(p, force, true, in), p, true, in);
+  const int bytes = bfc_tile_copy_bytes(p.c, true, 16);
+  return describe(cached_plan(p, force, bytes, in), p, bytes, in);
 }
 
 }  // namespace cnn::dwconv

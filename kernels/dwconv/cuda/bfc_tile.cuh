@@ -36,7 +36,8 @@ struct TileArgs {
   int n_rtiles, n_ctiles, n_cslices, n_segs;  // block decomposition of one chunk
   int rows;                                   // N*OH dY rows, split into z chunks
   int z;
-  int vec;  // 1: 16-byte cp.async (16 bytes of channels divide C, 16-byte aligned x and dy); 0: 4-byte copies (float)
+  int copy_bytes;  // bytes per cp.async: 16, 8 or 4, the widest that divides a position's channel bytes and the
+                   // tensors' alignment (bfc_tile_copy_bytes)
 };
 
 // Bytes of dynamic shared memory for a block with `bi` filter rows (rg * r), the args' widths and elem-byte inputs.
@@ -45,25 +46,20 @@ inline int tile_smem_bytes(int bi, int xc, int bow, int elem) { return ((bi + 1)
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
 
-// 4-byte cp.async (C % 4 != 0 or unaligned tensors; kernels/common/cp_async.cuh has only 16-byte copies). A false
-// predicate zero-fills the destination.
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 4 : 0));
-}
-
 // One thread's share of staging one row into dst[cols][32]: SMEM column k holds global column gc0 + gstep*k of
 // `row` (ncols columns x C channels), channels c0 .. c0+31; zeros outside [0, ncols), beyond C, or when !row_ok
-// (`row` must still point into the tensor). A job copies 16 bytes (kVec: 4 floats or 8 halves, so 8 or 4 threads
-// per column) or one float; thread t takes the jobs of columns t/kPer, t/kPer + blockDim/kPer, ... The index math
-// is hoisted out of the job loop, so a job costs a compare, a select, the copy and the increments (redone per job it
-// would cost about as many instructions as the FFMAs of a 3x3 tile's row).
-template <class T, bool kVec>
+// (`row` must still point into the tensor). A job copies kBytes (16: 4 floats or 8 halves, so 8 or 4 threads per
+// column; 8 and 4 where a position's channels are not a multiple of 16 bytes, e.g. 124 or 998 halves); thread t
+// takes the jobs of columns t/kPer, t/kPer + blockDim/kPer, ... The index math is hoisted out of the job loop, so a
+// job costs a compare, a select, the copy and the increments (redone per job it would cost about as many
+// instructions as the FFMAs of a 3x3 tile's row).
+template <class T, int kBytes>
 __device__ __forceinline__ void stage_cols(T* dst, const T* row, bool row_ok, int cols, int gc0, int gstep,
                                            int ncols, int c, int c0) {
-  static_assert(kVec || std::is_same_v<T, float>, "4-byte copies stage one float");
-  constexpr int kWidth = kVec ? 16 / int(sizeof(T)) : 1;  // elements per job
-  constexpr int kPer = kLanes / kWidth;                   // threads per SMEM column
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "cp.async copies 16, 8 or 4 bytes");
+  static_assert(kBytes >= int(sizeof(T)), "a job holds whole elements");
+  constexpr int kWidth = kBytes / int(sizeof(T));  // elements per job
+  constexpr int kPer = kLanes / kWidth;            // threads per SMEM column
   const int lc = (int(threadIdx.x) % kPer) * kWidth;
   const int kstep = int(blockDim.x) / kPer;  // columns between two jobs of one thread
   int k = int(threadIdx.x) / kPer;
@@ -75,12 +71,25 @@ __device__ __forceinline__ void stage_cols(T* dst, const T* row, bool row_ok, in
   const bool ok_c = row_ok && c0 + lc < c;
   for (; k < cols; k += kstep, gc += gcstep, off += offstep, d += kstep * kLanes) {
     const bool ok = ok_c && unsigned(gc) < unsigned(ncols);
-    if constexpr (kVec) {
+    if constexpr (kBytes == 16)
       cuda::cp_async_cg16(d, ok ? row + off : row, ok);
-    } else {
-      cp_async4(d, ok ? row + off : row, ok);
-    }
+    else if constexpr (kBytes == 8)
+      cuda::cp_async_ca8(d, ok ? row + off : row, ok);
+    else
+      cuda::cp_async_ca4(d, ok ? row + off : row, ok);
   }
+}
+
+// stage_cols with the launch's copy width.
+template <class T>
+__device__ __forceinline__ void stage_cols_as(const TileArgs& a, T* dst, const T* row, bool row_ok, int cols, int gc0,
+                                              int gstep, int ncols, int c0) {
+  if (a.copy_bytes == 16)
+    stage_cols<T, 16>(dst, row, row_ok, cols, gc0, gstep, ncols, a.c, c0);
+  else if (a.copy_bytes == 8)
+    stage_cols<T, 8>(dst, row, row_ok, cols, gc0, gstep, ncols, a.c, c0);
+  else
+    stage_cols<T, 4>(dst, row, row_ok, cols, gc0, gstep, ncols, a.c, c0);
 }
 
 // Stages sub-image row r_sub of image n, sub-columns q0 .. q0+xc-1, channels c0 .. c0+31 into dst[xc][32]
@@ -90,27 +99,14 @@ __device__ __forceinline__ void stage_x_row(const TileArgs& a, T* dst, int n, in
   const int ih = a.sh * r_sub + a.pa - a.pt;
   const bool row_ok = ih >= 0 && ih < a.ih;
   const T* row = static_cast<const T*>(a.x) + (int64_t(n) * a.ih + (row_ok ? ih : 0)) * a.iw * a.c;
-  const int gc0 = a.sw * q0 + a.pb - a.pl;
-  if constexpr (std::is_same_v<T, float>) {
-    if (!a.vec) {
-      stage_cols<T, false>(dst, row, row_ok, a.xc, gc0, a.sw, a.iw, a.c, c0);
-      return;
-    }
-  }
-  stage_cols<T, true>(dst, row, row_ok, a.xc, gc0, a.sw, a.iw, a.c, c0);
+  stage_cols_as(a, dst, row, row_ok, a.xc, a.sw * q0 + a.pb - a.pl, a.sw, a.iw, c0);
 }
 
 // Stages dY row g (= n*OH + oh), columns u0 .. u0+bow-1, channels c0 .. c0+31 into dst[bow][32].
 template <class T>
 __device__ __forceinline__ void stage_dy_row(const TileArgs& a, T* dst, int g, int c0, int u0) {
   const T* row = static_cast<const T*>(a.dy) + int64_t(g) * a.ow * a.c;
-  if constexpr (std::is_same_v<T, float>) {
-    if (!a.vec) {
-      stage_cols<T, false>(dst, row, true, a.bow, u0, 1, a.ow, a.c, c0);
-      return;
-    }
-  }
-  stage_cols<T, true>(dst, row, true, a.bow, u0, 1, a.ow, a.c, c0);
+  stage_cols_as(a, dst, row, true, a.bow, u0, 1, a.ow, c0);
 }
 
 // One dY position v of the sliding window: X offset v+tm-1 enters ring slot (s+tm-1)%tm (s = v % tm, a constant

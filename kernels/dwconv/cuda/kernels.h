@@ -142,10 +142,13 @@ int tc_ring_pairs_nd(int fw);  // block offsets per output group of 4 columns: (
 // ---- FP32 and FP16 backward-filter on register tiles (bfc_tile.cu); plans in bfc_tile_plan.h. Zeroes dw, then
 // accumulation chunks merge into it with FP32 atomics. FP16: accumulation fp32 (values widened as read from shared
 // memory) or ha (channel pairs, HFMA2 partials over runs of kBfcHaRun dY columns merged into FP32 sums, as
-// dwconv_backward_filter_reference_f16 emulates; tiles of <= kBfcHaMaxTaps taps); needs C % 8 == 0 and 16-byte
-// aligned x and dy (bfc_tile_f16_supports; a null pointer counts as aligned). `force` overrides the planner.
+// dwconv_backward_filter_reference_f16 emulates; tiles of <= kBfcHaMaxTaps taps). Rows are staged with cp.async jobs
+// of bfc_tile_copy_bytes: 16 bytes where a position's channels are a multiple of 16 bytes and the tensors 16-byte
+// aligned, else 8 or 4; FP16 needs an even C and 4-byte aligned x and dy (bfc_tile_f16_supports; a null pointer
+// counts as aligned). `force` overrides the planner.
 void dwconv_backward_filter_cuda_tile(const float* x, const float* dy, float* dw, const DwconvParams& p,
                                       const BfcForce& force, cudaStream_t stream);
+int bfc_tile_copy_bytes(int c, bool f16, int align);  // 16, 8, 4, or 0 where the kernel cannot stage C (odd FP16)
 bool bfc_tile_f16_supports(const DwconvParams& p, const void* x, const void* dy);
 void dwconv_backward_filter_cuda_tile_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
                                           BfcAccum accum, const BfcForce& force, cudaStream_t stream);

@@ -114,7 +114,11 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, 
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
-    return strip_unpadded && strip_wins ? 0 : cp;
+    if (strip_unpadded && strip_wins) return 0;
+    // The FP16 register-tile kernel stages an even C with 8- or 4-byte copies: unpadded where it is the choice.
+    const bool tile_unpadded = dtype == DType::f16 && bfc_tile_copy_bytes(p.c, true, align) != 0;
+    const bool tile_wins = o.bfc ? *o.bfc == Kernel::bfc_tile : !stride1(p) || p.fh * p.fw > kBfcStripMaxTaps;
+    return tile_unpadded && tile_wins ? 0 : cp;
   }
   if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
   return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
@@ -331,11 +335,11 @@ Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overri
     return plan;
   }
   // The kernels' own requirements (bfc_tile_f16_supports, bfc_f16_tiled_supports) in terms of the alignment.
-  const bool tile_ok = p.c % 8 == 0 && align >= 16;
+  const bool tile_ok = bfc_tile_copy_bytes(p.c, true, align) != 0;
   const bool strip_ok = stride1(p) && p.c % 4 == 0 && align >= 8;
   if (o.bfc) {
     plan.kernel = *o.bfc;
-    check_forced(plan.kernel != Kernel::bfc_tile || tile_ok, "bfc_tile", "C % 8 == 0 and aligned tensors", p);
+    check_forced(plan.kernel != Kernel::bfc_tile || tile_ok, "bfc_tile", "an even C and aligned tensors", p);
     check_forced(plan.kernel != Kernel::bfc_strip_f16 || strip_ok, "bfc_strip_f16",
                  "stride 1, C % 4 == 0 and 8-byte aligned tensors", p);
     return plan;
