@@ -150,8 +150,10 @@ def main():
            '(stages 0-3: 64, 32, 16, 8 pixels square), with strips FKx5 and 5xFK (FK = 51, 49, 47, 13) and a 5x5 '
            'small kernel. The fast kernels need C % 8 == 0 (FP16) or C % 4 == 0 (FP32); other counts run them on '
            'copies padded with zero channels (`kernels/dwconv/cuda/select.cpp`, "Channel padding"), the "(padded)" '
-           'plans below, except forward and backward-data with filters up to 5x5, which run unpadded: FP16 at '
-           'C % 8 == 4 on the CUDA-core kernel\'s 4-half lanes, other counts on the tiled direct kernel. Columns: '
+           'plans below, except where a kernel takes the count as it is: forward and backward-data with filters '
+           'up to 5x5 (FP16 at C % 8 == 4 on the CUDA-core kernel\'s 4-half lanes, other counts on the tiled direct '
+           'kernel), and FP16 backward-filter at an even C, whose register-tile kernel then stages 8- or 4-byte '
+           'copies ("copy=8B", "scalar"). Columns: '
            'our median ms (dwconv-bench, FP64-checked), the plan, the direct kernel the same point ran before padding (pad=off, FP16 only), the fastest cuDNN backend engine that passed the same '
            'check, PyTorch 2.11 (channels_last, cudnn.benchmark), the faster baseline over ours, and our time per '
            'FLOP over our time per FLOP at the aligned twin map (same filter, C rounded up to a multiple of 8) and, for '
@@ -162,7 +164,7 @@ def main():
         lines, rows = table(points, dt)
         out += [f'## {title}', ''] + lines + [''] + summary(rows) + ['']
         if dt == 'f32':
-            out += ['FP32 needs C % 4 == 0 only: 124 and 998 run unpadded.', '']
+            out += ['FP32\'s fast kernels need C % 4 == 0 only: at 124 channels all three ops run unpadded.', '']
     # The run's folder is archived beside the page under the page's name.
     archive = os.path.splitext(os.path.basename(a.out))[0] + '.tgz' if a.out else 'dwconv-slak-h200.tgz'
     out += ['## How it was measured', '', f'Command (repository root, GPU machine): `{a.command}`; tables: '
