@@ -150,8 +150,9 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case({1, 17, 34, 12, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // the same, backward-data crops
   check_case(same(1, 17, 34, 14, 5, 5), seed++, 0, false);                  // C % 4 == 2: 4-byte bfc copies
   check_case({2, 17, 34, 12, 5, 5, 2, 1, 2, 2, 1, 3}, seed++, 0, false);    // bfc tile at stride 2x1, 8-byte copies
-  check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips and widths: padded
-  check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);
+  check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips at 124: ring unpadded
+  check_case(same(1, 17, 34, 124, 51, 5), seed++, 4, false);                // ... with 8-byte aligned tensors
+  check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);                // at 249: padded
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
   check_case(same(2, 9, 7, 40, 29, 29), seed++, 0, true);                   // output narrower than 8: T1
   check_case(same(1, 17, 20, 136, 11, 11), seed++, 0, true);                // T2, three channel blocks
@@ -284,6 +285,35 @@ TEST(DwconvFp16Gpu, CudaCoreKernelOnFourHalfLanesMatchesReference) {
   }
 }
 
+// The ring kernel at C % 8 == 4 (8-byte aligned, the last 16-channel block half full, 8-byte output stores), both
+// MMA policies at Q = 1, 2, 4: a partial block at C = 124 and 20, a single group at C = 4, tall and wide strips, and
+// paddings that crop and extend.
+TEST(DwconvFp16Gpu, RingKernelAtFourChannelGroupsMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 9400;
+  for (const Case& k : {same(1, 19, 40, 124, 7, 7), same(2, 21, 17, 20, 13, 13), same(1, 40, 24, 12, 51, 5),
+                        same(1, 12, 45, 124, 5, 51), Case{1, 23, 30, 4, 9, 17, 1, 1, 0, 10, 6, 1}}) {
+    const DwconvParams p = k.params();
+    const HalfData d = f16test::make_data(p, seed++);
+    const f16test::References ref = f16test::references(p, d);
+    // Offset by 4 halves: 8-byte aligned only, as a tensor view at channel 4 would be.
+    DeviceArray<__half> x(p.x_elems(), 4), w(p.w_elems(), 4), b(p.c, 4), y(p.y_elems(), 4), dx(p.x_elems(), 4),
+        dy(p.y_elems(), 4);
+    x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
+    for (RingMma mma : {RingMma::taps, RingMma::pairs})
+      for (int q : {1, 2, 4}) {
+        y.poison(), dx.poison();
+        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), q, mma, nullptr);
+        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), q, mma,
+                                  nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::string name =
+            std::string(mma == RingMma::pairs ? "pairs" : "taps") + " Q" + std::to_string(q) + " " + p.str();
+        expect_forward_style_match(p, ref, y, dx, name);
+      }
+  }
+}
+
 // Forward and backward-data take the TMA-fed kernel where it was measured faster (8-byte lanes; one row per thread
 // at 3x3, two at 5x5), the other kernels elsewhere.
 TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
@@ -304,8 +334,11 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
     const std::string half4 = path_of(op, same(1, 17, 34, 12, 5, 5));  // C % 8 == 4: 4-half lanes, unpadded
     EXPECT_EQ(half4, std::string(op == DwconvOp::forward ? "fwd" : "bdc") +
                          " f16 cuda-core FW=5 TM=8 BN=64 lane=4h tile=4x16");
-    const std::string padded = path_of(op, same(1, 17, 34, 12, 7, 7));  // larger: on 16 padded channels
-    EXPECT_NE(padded.find("tc-ring tile=16x32 BN=16 frags/row=1 (channels padded 12->16)"), std::string::npos)
+    // Larger: the ring kernel, unpadded at C % 8 == 4, on 16 padded channels at an odd C.
+    EXPECT_EQ(path_of(op, same(1, 17, 34, 12, 7, 7)),
+              std::string(op == DwconvOp::forward ? "fwd" : "bdc") + " f16 tc-ring tile=16x32 BN=16 frags/row=1");
+    const std::string padded = path_of(op, same(1, 17, 34, 13, 7, 7));
+    EXPECT_NE(padded.find("tc-ring tile=16x32 BN=16 frags/row=1 (channels padded 13->16)"), std::string::npos)
         << padded;
     // The ring kernel on channel pairs from FW = 9 (measured faster at 9-51), 8-tap fragments at 6-8.
     for (int f : {9, 13, 17, 31, 51, 64})

@@ -138,8 +138,8 @@ TEST(DwconvSelectGpu, Fp16Plans) {
 }
 
 // Channel counts the vector kernels cannot take run them on padded copies (Plan::padded_c): stride-1 forward-style
-// ops and backward-filter, except where the FP16 strip kernel takes C % 4 == 0 or the FP16 tile kernel an even C
-// unpadded; strided forward-style ops, a forced direct or row-warp kernel and pad=off stay unpadded.
+// ops and backward-filter, except where the FP16 strip or ring kernel takes C % 4 == 0 or the FP16 tile kernel an
+// even C unpadded; strided forward-style ops, a forced direct or row-warp kernel and pad=off stay unpadded.
 TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
   CNN_REQUIRE_GPU();
   const auto plan = [](DwconvOp op, DType dtype, const DwconvParams& p, const char* text = "") {
@@ -172,6 +172,19 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
                   .kernel,
               Kernel::direct_tile);
     EXPECT_THROW(plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5), "cc_groups=4"), cnn::Error);
+    // ... and where the ring kernel is the aligned choice (7x7 up, tall strips on wide rows), the ring kernel
+    // unpadded; 4-byte aligned tensors or pad=on keep the padded plan.
+    for (const DwconvParams& q : {same_pad(1, 17, 34, 124, 5, 51), same_pad(1, 17, 34, 124, 51, 5),
+                                  same_pad(1, 17, 34, 124, 7, 7)}) {
+      const Plan ring = plan(op, DType::f16, q);
+      EXPECT_TRUE(ring.kernel == Kernel::fwd_tc_ring && ring.padded_c == 0) << q.str();
+      const Plan ring8 = select(op, DType::f16, q, BfcAccum::fp32, 8, parse_overrides("", "VAR"));
+      EXPECT_TRUE(ring8.kernel == Kernel::fwd_tc_ring && ring8.padded_c == 0) << q.str();
+      EXPECT_EQ(select(op, DType::f16, q, BfcAccum::fp32, 4, parse_overrides("", "VAR")).padded_c, 128) << q.str();
+      EXPECT_EQ(plan(op, DType::f16, q, "pad=on").padded_c, 128) << q.str();
+    }
+    const Plan forced = plan(op, DType::f16, same_pad(1, 17, 16, 124, 51, 5), "fwd=ring");
+    EXPECT_TRUE(forced.kernel == Kernel::fwd_tc_ring && forced.padded_c == 0);
   }
   // FP16 backward-filter where the tile kernel is the choice: unpadded at an even C (8- or 4-byte copies), padded
   // at an odd one.

@@ -1,6 +1,6 @@
 // The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
-// read rotated by 180 degrees), NHWC maps, (FH, FW, C) filter, C % 8 == 0, 16-byte aligned pointers, FP32
-// accumulation. One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
+// read rotated by 180 degrees), NHWC maps, (FH, FW, C) filter, C % 4 == 0, 8-byte aligned pointers, FP32
+// accumulation (it stages 4-channel groups with 8- or 4-byte copies; C % 8 == 4 only narrows the output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
 // a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
 // steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
 // the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
@@ -60,7 +60,7 @@ struct RingArgs {
 // `what` names the kernel in the errors.
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           int q, const char* what) {
-  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 8 == 0, what, ": needs stride 1 and C % 8 == 0, got C=", g.c,
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 4 == 0, what, ": needs stride 1 and C % 4 == 0, got C=", g.c,
             " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
@@ -213,7 +213,8 @@ using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 // a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
 // all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
 __device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
-// The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores. Read-back:
+// The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores (two 8-byte ones
+// where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold 4). Read-back:
 // job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
 // keeps its column and steps down 64 / kCols rows per job.
 template <int kCols>
@@ -222,6 +223,7 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
   const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
   if (ow0 + col >= a.out_w || ch >= a.c) return;
   __half* out = a.dst + ((static_cast<long long>(n) * a.out_h + oh0 + row0) * a.out_w + ow0 + col) * a.c + ch;
+  const bool wide = a.c % 8 == 0, upper = ch + 4 < a.c;
   constexpr int kRowStep = 64 / kCols;
   const long long out_step = static_cast<long long>(kRowStep) * a.out_w * a.c;
 #pragma unroll
@@ -232,7 +234,13 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
     const int unit = (row * kCols + (col & ~3)) * 4 + ((4 * (col & 3) + 2 * half) ^ (sw & ~1));
     uint4 v = *reinterpret_cast<const uint4*>(ys + unit);
     if (sw & 1) v = make_uint4(v.z, v.w, v.x, v.y);
-    __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
+    if (wide) {
+      __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
+    } else {
+      uint2* const o = reinterpret_cast<uint2*>(out + r * out_step);
+      __stcs(o, make_uint2(v.x, v.y));
+      if (upper) __stcs(o + 1, make_uint2(v.z, v.w));
+    }
   }
 }
 

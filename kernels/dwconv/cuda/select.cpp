@@ -79,6 +79,13 @@ int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      /
 // faster than the register kernel's 9x5 (0.136 / 0.142 ms at 64x64x128, 0.071 / 0.075 at 32x32x256), so from 9 rows
 // up the ring kernel wins; shorter strips (7x5 and below) were not compared and keep the register kernel.
 bool f16_tall_strip_ring_wins(const ConvGeometry& g) { return g.fw == 5 && g.fh >= 9 && ring_q(g.out_w) == 4; }
+// The FP16 forward-style kernel where the vector kernels can run (C % 8 == 0, 16-byte aligned tensors, stride 1).
+Kernel aligned_kernel_f16(const ConvGeometry& g) {
+  return tma_wins(g, true)                                         ? Kernel::fwd_tma_cc
+         : g.fw <= kF16CudaCoreMaxFw && !f16_tall_strip_ring_wins(g) ? Kernel::fwd_cc_f16
+         : g.fw <= kF16RingMaxFw                                     ? Kernel::fwd_tc_ring
+                                                                     : Kernel::fwd_tc;
+}
 int tc_theta(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }    // the widest tile the row fills
 int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   // groups of 8 outputs the row fills
 
@@ -105,6 +112,13 @@ bool direct_tile_instead_of_padding(const DwconvParams& p) {
          direct_tile_supports(forward_geometry(p)) && direct_tile_supports(backward_data_geometry_stride1(p));
 }
 
+// FP16 at C % 8 == 4 (SLaK's 124), stride 1, 8-byte aligned tensors: the CUDA-core kernel runs on 4-half lanes, and
+// the ring kernel, which stages 4-channel groups with 8-byte copies anyway, only narrows its output stores. Where the
+// ring kernel is the aligned choice it runs such C unpadded.
+bool half4(DType dtype, const DwconvParams& p, int align) {
+  return dtype == DType::f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
+}
+
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
@@ -121,6 +135,10 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, 
     return tile_unpadded && tile_wins ? 0 : cp;
   }
   if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
+  if (half4(dtype, p, align)) {
+    const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
+    if ((o.fwd ? *o.fwd : aligned_kernel_f16(g)) == Kernel::fwd_tc_ring) return 0;
+  }
   return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
 }
 
@@ -261,24 +279,22 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
   return k;
 }
 
-// The same for FP16 data.
-// `cc_half4`: C % 8 == 4 at stride 1 with 8-byte aligned tensors, where the CUDA-core register kernel runs on
-// 4-half lanes (SLaK's 124 channels): same FMAs per load as its 8-half lanes, no shared-memory staging, against the
-// tiled direct kernel's scalar lanes.
-Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool cc_half4, const DwconvParams& p,
+// The same for FP16 data. `half4` (above): the ring kernel where it is the aligned choice, else the CUDA-core
+// kernel on 4-half lanes (same FMAs per load as its 8-half lanes, no shared-memory staging, against the tiled direct
+// kernel's scalar lanes).
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, const DwconvParams& p,
                           const Overrides& o) {
   if (!o.fwd) {
-    if (!eligible && cc_half4 && g.fw <= kCcMaxFw) return Kernel::fwd_cc_f16;
-    if (!eligible) return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
-    return tma_wins(g, true)             ? Kernel::fwd_tma_cc
-           : g.fw <= kF16CudaCoreMaxFw && !f16_tall_strip_ring_wins(g) ? Kernel::fwd_cc_f16
-           : g.fw <= kF16RingMaxFw       ? Kernel::fwd_tc_ring
-                                         : Kernel::fwd_tc;
+    if (eligible) return aligned_kernel_f16(g);
+    if (half4 && aligned_kernel_f16(g) == Kernel::fwd_tc_ring) return Kernel::fwd_tc_ring;
+    if (half4 && g.fw <= kCcMaxFw) return Kernel::fwd_cc_f16;
+    return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
   }
   const Kernel k = *o.fwd;
   check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
                "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
-  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible || (k == Kernel::fwd_cc_f16 && cc_half4),
+  check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible ||
+                   (half4 && (k == Kernel::fwd_cc_f16 || k == Kernel::fwd_tc_ring)),
                kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
   check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
@@ -316,9 +332,8 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
     return plan;
   }
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  const bool cc_half4 = f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
-  plan.kernel =
-      f16 ? forward_kernel_f16(plan.g, eligible, cc_half4, p, o) : forward_kernel_f32(plan.g, eligible, p, o);
+  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, half4(dtype, p, align), p, o)
+                    : forward_kernel_f32(plan.g, eligible, p, o);
   configure(plan, f16, o);
   if (plan.kernel == Kernel::fwd_cc_f16)
     check_forced(plan.cc_groups <= cc_f16_max_groups(p.c), "fwd_cc_f16 with cc_groups=4", "C % 8 == 0", p);
