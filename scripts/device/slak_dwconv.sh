@@ -3,9 +3,9 @@
 # shapes at batch 64, 256x256 images (stage s: 64 / 2^s square maps with 124, 249, 499, 998 channels; strips FKx5
 # and 5xFK with FK = 51, 49, 47, 13, the 5x5 small kernel) beside their aligned twins (C rounded up to a multiple of
 # 8) and a square filter of about the strip's taps, FP16 and FP32, three ops; ours with cuDNN's engines, the FP16
-# odd-channel points again with pad=off (the direct kernels), and PyTorch on the same points. First the GPU suites
-# of the depthwise kernels and the teaching ladder, and the ladder's H200 table.
-# Results under $OUT: slak-dwconv.tgz (CSVs and logs), dwconv-ladder-h200.{csv,log}; a summary last.
+# odd-channel points again with pad=off (the direct kernels), and PyTorch on the same points. First the GPU suite
+# of the depthwise kernels (the teaching ladder has its own call, scripts/device/teach.sh).
+# Results under $OUT: slak-dwconv.tgz (CSVs and logs); a summary last.
 # usage: scripts/device/slak_dwconv.sh [FILTERS]   FILTERS (e.g. 5) replaces every stage's filter list: the whole
 # run then fits well inside one device call.
 # Carry: .device/bundle.tar.xz (scripts/device-bundle.sh).
@@ -32,11 +32,9 @@ step() {  # step LIMIT_S TAG command...: runs with the smaller of LIMIT_S and th
   summary+=("$tag rc=$? ${SECONDS}s")
 }
 
-for t in kernels teach; do
-  step 150 "${t}_tests *Gpu*" "$bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/${t}_tests.log" 2>&1
-  grep -E '^\[  (PASSED|FAILED)' "$work/${t}_tests.log" | tr '\n' ' ' >> "$work/tests.txt"
-  grep -E '^\[  FAILED  \] [A-Z]' "$work/${t}_tests.log" | head -8 >> "$work/failures.txt"
-done
+step 150 "kernels_tests *Gpu*" "$bin/kernels_tests" --gtest_filter='*Gpu*' > "$work/kernels_tests.log" 2>&1
+grep -E '^\[  (PASSED|FAILED)' "$work/kernels_tests.log" | tr '\n' ' ' >> "$work/tests.txt"
+grep -E '^\[  FAILED  \] [A-Z]' "$work/kernels_tests.log" | head -8 >> "$work/failures.txt"
 
 # stage: map (odd C), its aligned twin, filters
 stages=(
@@ -76,8 +74,6 @@ for s in "${stages[@]}"; do
   step 30 "pad=off f16 $odd" "$bin/dwconv-bench" --dtype f16 --maps "$odd" --filters "$filters" --reps 5 --warmup 1 \
     --no-cudnn --kernel pad=off --out "$work/padoff_f16_$odd.csv" > "$work/padoff_f16_$odd.log" 2>&1
 done
-step 150 "dwconv-ladder" "$bin/dwconv-ladder" --device gpu --out "$out/dwconv-ladder-h200.csv" \
-  > "$out/dwconv-ladder-h200.log" 2>&1
 ours f32 70
 torch f32 45
 
@@ -85,4 +81,3 @@ echo "==== scripts/device/slak_dwconv.sh (${SECONDS}s) ===="
 printf '%s\n' "${summary[@]}"
 cat "$work/tests.txt"; echo
 [ -s "$work/failures.txt" ] && cat "$work/failures.txt"
-grep -E '^gpu ' "$out/dwconv-ladder-h200.log" | cut -c5-120

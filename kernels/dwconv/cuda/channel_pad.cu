@@ -1,6 +1,16 @@
 // Channel padding for the padded plans (select.h, Plan::padded_c): rows of C values copied into rows of CP >= C
-// values with zeros after them, and back. One thread per 16 bytes of the padded side, whose rows start 16-byte
-// aligned (CP is a multiple of the vector width); the unpadded side is read or written one element at a time.
+// values with zeros after them, and back. The padded side's rows start 16-byte aligned (CP is a multiple of the
+// vector width); the unpadded side may start anywhere a T may, so its rows are only T-aligned at an odd C.
+//
+// Both sides are moved in 16-byte accesses. Block b owns the unpadded elements [b E, (b+1) E) (E = 16 KB of T),
+// a contiguous span on both sides, and stages it in shared memory laid out like global memory (element i of the span
+// at m + i, m = the span start's offset in its 16-byte line), so the unpadded side is read or written in whole aligned
+// lines; only lines the span or the tensor cuts are done element by element. The padded side is one vector per thread
+// job, gathered from or scattered to the staged span. (One vector per thread with element loads and stores on the
+// unpadded side ran at 1.4 TB/s on the H200.)
+#include <cstdint>
+#include <type_traits>
+
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
 
@@ -9,53 +19,127 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kSpanBytes = 16384;
 
 template <class T>
-constexpr int kVec = 16 / int(sizeof(T));
+constexpr int kVec = 16 / int(sizeof(T));  // elements per 16-byte vector
+template <class T>
+constexpr int kSpan = kSpanBytes / int(sizeof(T));  // E
 
 template <class T>
 struct alignas(16) Vec {
   T v[kVec<T>];
 };
 
+// The staging buffer: the span, one vector beyond it (a pad job's vector may end past the span), the line offset.
 template <class T>
-__global__ void pad_channels_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t vectors, int c, int cp) {
+struct Staged {
+  static constexpr int kLines = (kSpanBytes + 16 + 16) / 16 + 1;
+  uint4 lines[kLines];
+  __device__ T* elems() { return reinterpret_cast<T*>(lines); }
+};
+
+// Elements of the global range [g0, g1) (g0 at offset m of its line in `s`) to or from shared memory: whole lines
+// that lie inside [lo, hi) as one 16-byte access, the rest element by element. G = const T: load; G = T: store.
+template <class G, class T>
+__device__ void move_lines(G* g, T* s, int64_t g0, int64_t g1, int64_t lo, int64_t hi, int m) {
+  constexpr bool kLoad = std::is_const_v<G>;
+  const int64_t first = g0 - m;  // global index of the first line's first element
+  const int lines = int((g1 - first + kVec<T> - 1) / kVec<T>);
+  for (int q = threadIdx.x; q < lines; q += blockDim.x) {
+    const int64_t e0 = first + int64_t(q) * kVec<T>;
+    if (e0 >= lo && e0 + kVec<T> <= hi) {
+      uint4* const sl = reinterpret_cast<uint4*>(s + q * kVec<T>);
+      if constexpr (kLoad)
+        *sl = __ldg(reinterpret_cast<const uint4*>(g + e0));
+      else
+        __stcs(reinterpret_cast<uint4*>(g + e0), *sl);
+      continue;
+    }
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) {
+      const int64_t e = e0 + k;
+      if (e < lo || e >= hi) continue;
+      if constexpr (kLoad)
+        s[q * kVec<T> + k] = g[e];
+      else
+        g[e] = s[q * kVec<T> + k];
+    }
+  }
+}
+
+// The first padded vector that starts at unpadded element s or later: vectors cover each row's CP elements in order,
+// those starting at C or beyond hold only zeros (CP - C can reach a vector when a float filter gradient is cropped
+// from an FP16 plan's width).
+template <class T>
+__device__ int64_t first_vector_from(int64_t s, int c, int per_row) {
+  const int64_t row = s / c;
+  return row * per_row + (int(s - row * c) + kVec<T> - 1) / kVec<T>;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pad_channels_kernel(const T* __restrict__ src, T* __restrict__ dst,
+                                                                int64_t total, int c, int cp) {
+  __shared__ Staged<T> staged;
+  T* const s = staged.elems();
   const int per_row = cp / kVec<T>;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < vectors; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t row = i / per_row;
-    const int c0 = int(i - row * per_row) * kVec<T>;
-    const T* s = src + row * c;
+  const int64_t s0 = int64_t(blockIdx.x) * kSpan<T>, s1 = min(total, s0 + kSpan<T>);
+  const int64_t v0 = first_vector_from<T>(s0, c, per_row), v1 = first_vector_from<T>(s1, c, per_row);
+  const int m = int((reinterpret_cast<uintptr_t>(src + s0) % 16) / sizeof(T));
+  // The owned vectors read up to one vector past the span: stage that much too.
+  move_lines(src, s, s0, min(total, s1 + kVec<T>), 0, total, m);
+  __syncthreads();
+  const int64_t row0 = v0 / per_row;
+  const int base = int(row0 * c - s0) + m;  // staged index of row row0's element 0 (may be negative)
+  const int jobs = int(v1 - v0), lv0 = int(v0 - row0 * per_row);
+  for (int j = threadIdx.x; j < jobs; j += blockDim.x) {
+    const int lv = lv0 + j, r = lv / per_row, c0 = (lv - r * per_row) * kVec<T>;
+    const T* in = s + base + r * c + c0;
     Vec<T> out;
 #pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < c ? s[c0 + k] : T(0.0f);
-    reinterpret_cast<Vec<T>*>(dst + row * cp)[c0 / kVec<T>] = out;
+    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < c ? in[k] : T(0.0f);
+    reinterpret_cast<Vec<T>*>(dst)[v0 + j] = out;
   }
 }
 
 template <class T>
-__global__ void crop_channels_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t vectors, int cp, int c) {
+__global__ void __launch_bounds__(kThreads) crop_channels_kernel(const T* __restrict__ src, T* __restrict__ dst,
+                                                                 int64_t total, int cp, int c) {
+  __shared__ Staged<T> staged;
+  T* const s = staged.elems();
   const int per_row = cp / kVec<T>;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < vectors; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t row = i / per_row;
-    const int c0 = int(i - row * per_row) * kVec<T>;
-    const Vec<T> in = reinterpret_cast<const Vec<T>*>(src + row * cp)[c0 / kVec<T>];
-    T* d = dst + row * c;
+  const int64_t s0 = int64_t(blockIdx.x) * kSpan<T>, s1 = min(total, s0 + kSpan<T>);
+  // Vectors holding elements s0 .. s1-1: from the one containing s0 to the first starting at s1 or later.
+  const int64_t row_s0 = s0 / c;
+  const int64_t v0 = row_s0 * per_row + int(s0 - row_s0 * c) / kVec<T>, v1 = first_vector_from<T>(s1, c, per_row);
+  const int m = int((reinterpret_cast<uintptr_t>(dst + s0) % 16) / sizeof(T));
+  const int64_t row0 = v0 / per_row;
+  const int base = int(row0 * c - s0) + m;
+  const int jobs = int(v1 - v0), lv0 = int(v0 - row0 * per_row);
+  const int lo = m, hi = m + int(s1 - s0);  // the span's staged indices
+  for (int j = threadIdx.x; j < jobs; j += blockDim.x) {
+    const int lv = lv0 + j, r = lv / per_row, c0 = (lv - r * per_row) * kVec<T>;
+    const Vec<T> in = reinterpret_cast<const Vec<T>*>(src)[v0 + j];
+    const int at = base + r * c + c0;
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k)
-      if (c0 + k < c) d[c0 + k] = in.v[k];
+      if (c0 + k < c && at + k >= lo && at + k < hi) s[at + k] = in.v[k];
   }
+  __syncthreads();
+  move_lines(dst, s, s0, s1, s0, s1, m);
 }
 
-int grid_for(int64_t vectors) {
-  const int64_t blocks = (vectors + kThreads - 1) / kThreads;
-  return int(blocks < 65536 ? blocks : 65536);  // grid-stride beyond that
+int blocks_for(int64_t total, int span) {
+  const int64_t blocks = (total + span - 1) / span;
+  CNN_CHECK(blocks < (1LL << 31), "channel padding: ", total, " elements need too many blocks");
+  return int(blocks);
 }
 
 template <class T>
 void check_padding(const char* op, const void* padded, int64_t rows, int c, int cp) {
   CNN_CHECK(rows >= 0 && c >= 1 && cp >= c && cp % kVec<T> == 0 && aligned16(padded), op,
-            ": expected rows >= 0, 1 <= C <= CP, CP a multiple of ", kVec<T>, " and a 16-byte aligned padded side, got rows=",
-            rows, " C=", c, " CP=", cp);
+            ": expected rows >= 0, 1 <= C <= CP, CP a multiple of ", kVec<T>,
+            " and a 16-byte aligned padded side, got rows=", rows, " C=", c, " CP=", cp);
 }
 
 }  // namespace
@@ -63,18 +147,18 @@ void check_padding(const char* op, const void* padded, int64_t rows, int c, int 
 template <class T>
 void launch_pad_channels(const T* src, T* dst, int64_t rows, int c, int cp, cudaStream_t stream) {
   check_padding<T>("pad_channels", dst, rows, c, cp);
-  const int64_t vectors = rows * (cp / kVec<T>);
-  if (vectors == 0) return;
-  pad_channels_kernel<T><<<grid_for(vectors), kThreads, 0, stream>>>(src, dst, vectors, c, cp);
+  const int64_t total = rows * c;
+  if (total == 0) return;
+  pad_channels_kernel<T><<<blocks_for(total, kSpan<T>), kThreads, 0, stream>>>(src, dst, total, c, cp);
   CNN_CHECK_LAUNCH("pad_channels");
 }
 
 template <class T>
 void launch_crop_channels(const T* src, T* dst, int64_t rows, int cp, int c, cudaStream_t stream) {
   check_padding<T>("crop_channels", src, rows, c, cp);
-  const int64_t vectors = rows * (cp / kVec<T>);
-  if (vectors == 0) return;
-  crop_channels_kernel<T><<<grid_for(vectors), kThreads, 0, stream>>>(src, dst, vectors, cp, c);
+  const int64_t total = rows * c;
+  if (total == 0) return;
+  crop_channels_kernel<T><<<blocks_for(total, kSpan<T>), kThreads, 0, stream>>>(src, dst, total, cp, c);
   CNN_CHECK_LAUNCH("crop_channels");
 }
 
