@@ -47,6 +47,17 @@ def nearest_square(points, dt, op, m, f):
     return min(squares, key=lambda g: abs(taps(g) - taps(f))) if 'x' in f and squares else None
 
 
+def runs_left_out(folder):
+    """The run's files the time limit left out: every kind (ours, torch; padoff for FP16) at every odd map and data
+    type that some file of the run names."""
+    names = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(folder, '*_*_*.csv'))}
+    maps = sorted({n.split('_')[2] for n in names}, key=channels)
+    dtypes = sorted({n.split('_')[1] for n in names})
+    want = [f'{kind}_{dt}_{m}' for dt in dtypes for kind in ('ours', 'torch') for m in maps]
+    want += [f'padoff_f16_{m}' for m in maps if 'f16' in dtypes]
+    return [w for w in want if w not in names]
+
+
 def aligned_twin(m):
     n, h, w, c = m.split('x')
     return f'{n}x{h}x{w}x{(int(c) + 7) // 8 * 8}'
@@ -170,6 +181,9 @@ def main():
     out += ['## How it was measured', '', f'Command (repository root, GPU machine): `{a.command}`; tables: '
             f'`bench/dwconv_slak_table.py` over the run\'s folder (`{archive}` beside this page).', '',
             f'Build: {first_line("build.txt")}. Machine: {first_line("nvidia-smi.txt")}.', '']
+    left_out = runs_left_out(a.folder)
+    if left_out:
+        out += ['Not run (the time limit came first): ' + ', '.join(left_out) + '.', '']
     text = '\n'.join(out)
     if a.out:
         tmp = a.out + '.tmp'

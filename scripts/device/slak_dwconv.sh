@@ -77,7 +77,7 @@ done
 ours f32 70
 torch f32 45
 
-echo "==== scripts/device/slak_dwconv.sh (${SECONDS}s) ===="
-printf '%s\n' "${summary[@]}"
+echo "==== scripts/device/slak_dwconv.sh (${SECONDS}s) ====" | tee "$work/summary.txt"
+printf '%s\n' "${summary[@]}" | tee -a "$work/summary.txt"
 cat "$work/tests.txt"; echo
 [ -s "$work/failures.txt" ] && cat "$work/failures.txt"
