@@ -228,14 +228,16 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
                              [groups](auto s, auto w, auto b, auto d, const auto& g) {
                                launch_dwconv_cc_f16(s, w, b, d, g, groups, nullptr);
                              });
-    if (p.fw <= kTcRingMaxFw)
-      for (RingMma mma : {RingMma::taps, RingMma::pairs})
-        for (int q : {1, 2, 4})
-          kernels.emplace_back(std::string("tc-ring ") + (mma == RingMma::pairs ? "pairs" : "taps") + " Q" +
-                                   std::to_string(q),
-                               [mma, q](auto s, auto w, auto b, auto d, const auto& g) {
-                                 launch_dwconv_tc_ring_f16(s, w, b, d, g, q, mma, nullptr);
-                               });
+    // The ring kernel also on the transposed view, where FH is the view's width.
+    for (bool transposed : {false, true})
+      if ((transposed ? p.fh : p.fw) <= kTcRingMaxFw)
+        for (RingMma mma : {RingMma::taps, RingMma::pairs})
+          for (int q : {1, 2, 4})
+            kernels.emplace_back(std::string("tc-ring ") + (mma == RingMma::pairs ? "pairs" : "taps") + " Q" +
+                                     std::to_string(q) + (transposed ? " transposed" : ""),
+                                 [mma, q, transposed](auto s, auto w, auto b, auto d, const auto& g) {
+                                   launch_dwconv_tc_ring_f16(s, w, b, d, g, q, mma, transposed, nullptr);
+                                 });
     if (tma_cc_f16_supports(gf) && tma_cc_f16_supports(gb))
       for (const TmaCcConfig cfg : {TmaCcConfig{16, 1, 8, 3}, TmaCcConfig{8, 1, 8, 3}, TmaCcConfig{8, 2, 8, 3},
                                     TmaCcConfig{8, 2, 8, 2}, TmaCcConfig{16, 1, 16, 3}, TmaCcConfig{8, 1, 16, 2},
@@ -286,8 +288,8 @@ TEST(DwconvFp16Gpu, CudaCoreKernelOnFourHalfLanesMatchesReference) {
 }
 
 // The ring kernel at C % 8 == 4 (8-byte aligned, the last 16-channel block half full, 8-byte output stores), both
-// MMA policies at Q = 1, 2, 4: a partial block at C = 124 and 20, a single group at C = 4, tall and wide strips, and
-// paddings that crop and extend.
+// MMA policies at Q = 1, 2, 4, on the maps and on their transposed view: a partial block at C = 124 and 20, a single
+// group at C = 4, tall and wide strips, and paddings that crop and extend.
 TEST(DwconvFp16Gpu, RingKernelAtFourChannelGroupsMatchesReference) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 9400;
@@ -300,17 +302,19 @@ TEST(DwconvFp16Gpu, RingKernelAtFourChannelGroupsMatchesReference) {
     DeviceArray<__half> x(p.x_elems(), 4), w(p.w_elems(), 4), b(p.c, 4), y(p.y_elems(), 4), dx(p.x_elems(), 4),
         dy(p.y_elems(), 4);
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
-    for (RingMma mma : {RingMma::taps, RingMma::pairs})
-      for (int q : {1, 2, 4}) {
-        y.poison(), dx.poison();
-        launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), q, mma, nullptr);
-        launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), q, mma,
-                                  nullptr);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        const std::string name =
-            std::string(mma == RingMma::pairs ? "pairs" : "taps") + " Q" + std::to_string(q) + " " + p.str();
-        expect_forward_style_match(p, ref, y, dx, name);
-      }
+    for (bool transposed : {false, true})
+      for (RingMma mma : {RingMma::taps, RingMma::pairs})
+        for (int q : {1, 2, 4}) {
+          y.poison(), dx.poison();
+          launch_dwconv_tc_ring_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), q, mma, transposed,
+                                    nullptr);
+          launch_dwconv_tc_ring_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), q, mma,
+                                    transposed, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::string name = std::string(mma == RingMma::pairs ? "pairs" : "taps") + " Q" + std::to_string(q) +
+                                   (transposed ? " transposed " : " ") + p.str();
+          expect_forward_style_match(p, ref, y, dx, name);
+        }
   }
 }
 
@@ -340,6 +344,9 @@ TEST(DwconvFp16Gpu, ForwardPathTakesTmaKernelAtMeasuredShapes) {
     const std::string padded = path_of(op, same(1, 17, 34, 13, 7, 7));
     EXPECT_NE(padded.find("tc-ring tile=16x32 BN=16 frags/row=1 (channels padded 13->16)"), std::string::npos)
         << padded;
+    // Tall strips on the transposed view (there 5 x 51 on channel pairs, 17 columns: Q = 2).
+    const std::string tall = path_of(op, same(1, 17, 34, 72, 51, 5));
+    EXPECT_NE(tall.find("tc-ring mma=pairs tile=16x16 BN=16 offsets/group=14 transposed"), std::string::npos) << tall;
     // The ring kernel on channel pairs from FW = 9 (measured faster at 9-51), 8-tap fragments at 6-8.
     for (int f : {9, 13, 17, 31, 51, 64})
       EXPECT_NE(path_of(op, same(1, 17, 34, 72, f, f)).find("tc-ring mma=pairs"), std::string::npos) << f;

@@ -113,12 +113,23 @@ TEST(DwconvSelectGpu, Fp16Plans) {
   EXPECT_TRUE(five.kernel == Kernel::fwd_tma_cc && five.tma.rows_per_thread == 2 && five.tma.stages == 2);
   EXPECT_EQ(fwd(same_pad(1, 64, 34, 72, 30, 3)).tma.tile_cols, 8);  // the wide window ring does not fit
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 5, 3)).kernel, Kernel::fwd_cc_f16);
-  // Tall FH x 5 strips (FH >= 9): the ring kernel once the row fills its widest tile (24 outputs), the register
-  // kernel below that and for shorter strips.
-  EXPECT_EQ(fwd(same_pad(1, 17, 24, 72, 51, 5)).kernel, Kernel::fwd_tc_ring);
-  EXPECT_EQ(fwd(same_pad(1, 17, 23, 72, 51, 5)).kernel, Kernel::fwd_cc_f16);
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 9, 5)).kernel, Kernel::fwd_tc_ring);
+  // Tall FH x 5 strips (9 <= FH <= 64): the ring kernel on the transposed view (a 5 x FH strip there, channel
+  // pairs, tiles as wide as the map's columns allow) once a column fills half its widest tile (12 outputs), the
+  // register kernel below that, for shorter strips and beyond the ring kernel's 64 taps; a forced ring kernel runs
+  // the maps as they are.
+  const Plan tall = fwd(same_pad(1, 17, 24, 72, 51, 5));
+  EXPECT_TRUE(tall.kernel == Kernel::fwd_tc_ring && tall.ring_transposed && tall.ring_mma == RingMma::pairs &&
+              tall.ring_q == 2);
+  EXPECT_EQ(fwd(same_pad(1, 40, 5, 72, 13, 5)).ring_q, 4);
+  EXPECT_TRUE(fwd(same_pad(1, 12, 5, 72, 51, 5)).ring_transposed);
+  EXPECT_EQ(fwd(same_pad(1, 11, 64, 72, 51, 5)).kernel, Kernel::fwd_cc_f16);
+  EXPECT_TRUE(fwd(same_pad(1, 17, 34, 72, 9, 5)).ring_transposed);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 5)).kernel, Kernel::fwd_cc_f16);
+  EXPECT_EQ(fwd(same_pad(1, 70, 34, 72, 65, 5)).kernel, Kernel::fwd_cc_f16);
+  EXPECT_FALSE(fwd(same_pad(1, 17, 34, 72, 5, 51)).ring_transposed);
+  const Plan forced = select(DwconvOp::forward, DType::f16, same_pad(1, 17, 24, 72, 51, 5), BfcAccum::fp32, 16,
+                             parse_overrides("fwd=ring", "VAR"));
+  EXPECT_TRUE(forced.kernel == Kernel::fwd_tc_ring && !forced.ring_transposed && forced.ring_mma == RingMma::taps);
   for (int f : {6, 7, 8}) EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, f, f)).ring_mma, RingMma::taps) << f;
   for (int f : {9, 13, 31, 51, 64}) {
     const Plan plan = fwd(same_pad(1, 17, 34, 72, f, f));

@@ -35,7 +35,8 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
   switch (plan.kernel) {
     case Kernel::fwd_tc: return launch_dwconv_tc_f16(src, w, bias, dst, plan.g, plan.tc_theta, stream);
     case Kernel::fwd_tc_ring:
-      return launch_dwconv_tc_ring_f16(src, w, bias, dst, plan.g, plan.ring_q, plan.ring_mma, stream);
+      return launch_dwconv_tc_ring_f16(src, w, bias, dst, plan.g, plan.ring_q, plan.ring_mma, plan.ring_transposed,
+                                       stream);
     case Kernel::fwd_cc_f16: return launch_dwconv_cc_f16(src, w, bias, dst, plan.g, plan.cc_groups, stream);
     case Kernel::fwd_tma_cc: return launch_dwconv_tma_cc_f16(src, w, bias, dst, plan.g, plan.tma, stream);
     case Kernel::direct: return launch_dwconv_direct_f16_forward(src, w, bias, dst, plan.g, plan.vec, stream);

@@ -1,6 +1,7 @@
 // The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
-// read rotated by 180 degrees), NHWC maps, (FH, FW, C) filter, C % 4 == 0, 8-byte aligned pointers, FP32
-// accumulation (it stages 4-channel groups with 8- or 4-byte copies; C % 8 == 4 only narrows the output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
+// read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, C % 4 == 0, 8-byte aligned
+// pointers, FP32 accumulation (it stages 4-channel groups with 8- or 4-byte copies; C % 8 == 4 only narrows the
+// output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
 // a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
 // steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
 // the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
@@ -8,6 +9,8 @@
 #pragma once
 
 #include <cuda_fp16.h>
+
+#include <algorithm>
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
@@ -47,33 +50,54 @@ struct RingShape {
   static_assert(kXBytes >= kTileBytes, "the output tile is staged in the input ring");
 };
 
+// The kernel sees the maps and the filter through a view: the geometry below plus element strides. Element (n, r, col,
+// ch) of the source is at src + (n * src_img_rows + r) * src_row + col * src_col + ch, the destination likewise, tap
+// (i, j) of the filter at w + i * w_row + j * w_tap + ch. NHWC gives src_row = in_w * C, src_col = C, src_img_rows =
+// in_h; the transposed view (rows and columns swapped, an FH x FW filter seen as FW x FH) swaps the strides and has
+// src_img_rows = in_h * in_w.
 struct RingArgs {
-  const __half* __restrict__ src;   // (N, in_h, in_w, C)
-  const __half* __restrict__ w;     // (FH, FW, C)
+  const __half* __restrict__ src;
+  const __half* __restrict__ w;
   const __half* __restrict__ bias;  // (C) or null
-  __half* __restrict__ dst;         // (N, out_h, out_w, C)
-  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;
+  __half* __restrict__ dst;
+  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;  // of the view
+  int src_row, src_col, src_img_rows, dst_row, dst_col, dst_img_rows, w_row, w_tap;
   int tiles_h, tiles_w, channel_blocks;  // blocks: channel block fastest, then column tile, row tile, image
 };
 
-// The launch arguments and one-block-per-tile grid of a ring kernel on (g, q), after the checks both kernels share;
-// `what` names the kernel in the errors.
+// The launch arguments of a ring kernel on (g, q), on the NHWC maps or their transposed view (the kernel then runs
+// transposed_geometry(g)), after the checks both kernels share; `what` names the kernel in the errors.
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                          int q, const char* what) {
+                          bool transposed, int q, const char* what) {
+  const ConvGeometry v = transposed ? transposed_geometry(g) : g;
   CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 4 == 0, what, ": needs stride 1 and C % 4 == 0, got C=", g.c,
             " stride ", g.stride_h, "x", g.stride_w);
-  CNN_CHECK(g.fw >= 1 && g.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, ", got ", g.fw);
+  CNN_CHECK(v.fw >= 1 && v.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, " (of the ",
+            transposed ? "transposed view: FH" : "maps", "), got ", v.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
-  CNN_CHECK(static_cast<long long>(g.in_w) * g.c < (1LL << 31), what, ": a source row of W*C = ",
-            static_cast<long long>(g.in_w) * g.c, " elements does not fit the kernel's 32-bit row offsets");
-  return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = g.in_h, .in_w = g.in_w, .c = g.c,
-                  .out_h = g.out_h, .out_w = g.out_w, .fh = g.fh, .fw = g.fw, .pad_t = g.pad_t, .pad_l = g.pad_l,
-                  .flip = g.flip ? 1 : 0, .tiles_h = (g.out_h + kRows - 1) / kRows,
-                  .tiles_w = (g.out_w + 8 * q - 1) / (8 * q), .channel_blocks = (g.c + kBN - 1) / kBN};
+  // 32-bit offsets: within a view row (columns x their stride) and of rows counted over all images.
+  const long long row_span = std::max(static_cast<long long>(g.in_w) * g.c, static_cast<long long>(g.out_w) * g.c);
+  const long long col_span = transposed ? std::max(g.in_h * row_span, g.out_h * row_span) : row_span;
+  const long long rows = static_cast<long long>(g.n) * (transposed ? std::max(g.in_h * static_cast<long long>(g.in_w),
+                                                                              g.out_h * static_cast<long long>(g.out_w))
+                                                                   : std::max(g.in_h, g.out_h));
+  CNN_CHECK(col_span < (1LL << 31) && rows < (1LL << 31), what, ": ", col_span, " elements per view row, ", rows,
+            " view rows: beyond the kernel's 32-bit offsets");
+  const int src_row = g.in_w * g.c, dst_row = g.out_w * g.c, w_row = g.fw * g.c;
+  return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = v.in_h, .in_w = v.in_w, .c = v.c,
+                  .out_h = v.out_h, .out_w = v.out_w, .fh = v.fh, .fw = v.fw, .pad_t = v.pad_t, .pad_l = v.pad_l,
+                  .flip = v.flip ? 1 : 0,
+                  .src_row = transposed ? g.c : src_row, .src_col = transposed ? src_row : g.c,
+                  .src_img_rows = transposed ? g.in_h * g.in_w : g.in_h,
+                  .dst_row = transposed ? g.c : dst_row, .dst_col = transposed ? dst_row : g.c,
+                  .dst_img_rows = transposed ? g.out_h * g.out_w : g.out_h,
+                  .w_row = transposed ? g.c : w_row, .w_tap = transposed ? w_row : g.c,
+                  .tiles_h = (v.out_h + kRows - 1) / kRows, .tiles_w = (v.out_w + 8 * q - 1) / (8 * q),
+                  .channel_blocks = (v.c + kBN - 1) / kBN};
 }
 
 inline dim3 ring_grid(const RingArgs& a, const ConvGeometry& g, const char* what) {
-  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;  // any view
   CNN_CHECK(blocks < (1LL << 31), what, ": grid too large for ", blocks, " blocks");
   return dim3(static_cast<unsigned>(blocks));
 }
@@ -160,10 +184,10 @@ struct RingTileT {
                  // is in [0, FW) and its channels < C
 
   __device__ RingTileT(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
-      : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t), tid(t) {
+      : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.src_img_rows + oh - args.pad_t), tid(t) {
     const int grp = t & 3, ch = c0 + 4 * grp, col = t >> 2;
     const bool ch_ok = ch < a.c;
-    x_col = (ow0 - a.pad_l + col) * a.c + ch;
+    x_col = (ow0 - a.pad_l + col) * a.src_col + ch;
     ok = 0;
 #pragma unroll
     for (int k = 0; k < XJobs::kJobs; ++k) {
@@ -171,7 +195,7 @@ struct RingTileT {
       ok |= (ch_ok && static_cast<unsigned>(iw) < static_cast<unsigned>(a.in_w) ? 1u : 0u) << k;
     }
     const int j = col - kFront;
-    w_col = (a.flip ? a.fw - 1 - j : j) * a.c + ch;
+    w_col = (a.flip ? a.fw - 1 - j : j) * a.w_tap + ch;
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k)
       ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << (16 + k);
@@ -181,19 +205,19 @@ struct RingTileT {
   __device__ __forceinline__ void stage_row(int rho) const {
     // 32-bit offsets from the tensor's base: 64-bit bases hoisted out of the row loop spilled at gamma 4.
     const bool row_ok = static_cast<unsigned>(ih0 + rho) < static_cast<unsigned>(a.in_h);
-    const __half* row = a.src + static_cast<long long>(row0 + rho) * (a.in_w * a.c) + x_col;
+    const __half* row = a.src + static_cast<long long>(row0 + rho) * a.src_row + x_col;
     uint2* dst = xs + (tid & 3) * S::kGroupStride + (rho % kRing) * S::kPitch + (tid >> 2);
 #pragma unroll
     for (int k = 0; k < XJobs::kJobs; ++k) {
       if (!XJobs::exists(k, tid)) break;
       const bool job_ok = row_ok && (ok >> k & 1u);
-      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + 32 * k * a.c : a.src, job_ok);
+      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + 32 * k * a.src_col : a.src, job_ok);
     }
   }
   // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
   __device__ __forceinline__ void stage_filter(int i) const {
-    const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.fw * a.c + w_col;
-    const int step = (a.flip ? -32 : 32) * a.c;  // the next job's tap is 32 further (rotated: 32 earlier)
+    const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.w_row + w_col;
+    const int step = (a.flip ? -32 : 32) * a.w_tap;  // the next job's tap is 32 further (rotated: 32 earlier)
     uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTapStride + (tid >> 2);
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k) {
@@ -222,10 +246,11 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
                                                int tid) {
   const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
   if (ow0 + col >= a.out_w || ch >= a.c) return;
-  __half* out = a.dst + ((static_cast<long long>(n) * a.out_h + oh0 + row0) * a.out_w + ow0 + col) * a.c + ch;
+  __half* out =
+      a.dst + static_cast<long long>(n * a.dst_img_rows + oh0 + row0) * a.dst_row + (ow0 + col) * a.dst_col + ch;
   const bool wide = a.c % 8 == 0, upper = ch + 4 < a.c;
   constexpr int kRowStep = 64 / kCols;
-  const long long out_step = static_cast<long long>(kRowStep) * a.out_w * a.c;
+  const long long out_step = static_cast<long long>(kRowStep) * a.dst_row;
 #pragma unroll
   for (int r = 0; r < kRows / kRowStep; ++r) {
     const int row = row0 + kRowStep * r;
@@ -315,6 +340,6 @@ void launch_ring_policy(const RingArgs& a, dim3 grid, cudaStream_t stream) {
 }  // namespace
 // The channel-pairs MMA policy's launcher (fwd_tc_ring_pairs.cu); launch_dwconv_tc_ring_f16 calls it.
 void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                              int q, cudaStream_t stream);
+                              bool transposed, int q, cudaStream_t stream);
 
 }  // namespace cnn::dwconv

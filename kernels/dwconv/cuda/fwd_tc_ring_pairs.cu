@@ -67,10 +67,10 @@ struct PlaneRows {
   int x_col;          // element offset of job 0 within a source row
   unsigned ok;        // bit k: job k's position and channels are inside the image
   __device__ PlaneRows(const RingArgs& args, unsigned* xs, int n, int oh, int ow0, int c0, int tid)
-      : a(args), ih0(oh - args.pad_t), row0(n * args.in_h + oh - args.pad_t) {
+      : a(args), ih0(oh - args.pad_t), row0(n * args.src_img_rows + oh - args.pad_t) {
     const int plane = tid & 7, col = tid >> 3, ch = c0 + 2 * plane;
     dst0 = xs + plane * S::kPlaneStride + col;
-    x_col = (ow0 - a.pad_l + col) * a.c + ch;
+    x_col = (ow0 - a.pad_l + col) * a.src_col + ch;
     ok = 0;
 #pragma unroll
     for (int k = 0; k < kJobs; ++k) {
@@ -81,13 +81,13 @@ struct PlaneRows {
   }
   __device__ __forceinline__ void stage_row(int rho, int tid) const {
     const bool row_ok = static_cast<unsigned>(ih0 + rho) < static_cast<unsigned>(a.in_h);
-    const __half* row = a.src + static_cast<long long>(row0 + rho) * (a.in_w * a.c) + x_col;
+    const __half* row = a.src + static_cast<long long>(row0 + rho) * a.src_row + x_col;
     unsigned* dst = dst0 + (rho % kRing) * S::kPitchW;
 #pragma unroll
     for (int k = 0; k < kJobs; ++k) {
       if (k + 1 == kJobs && (tid >> 3) + 16 * k >= S::kWin) break;
       const bool job_ok = row_ok && (ok >> k & 1u);
-      cuda::cp_async_ca4(dst + 16 * k, job_ok ? row + 16 * k * a.c : a.src, job_ok);
+      cuda::cp_async_ca4(dst + 16 * k, job_ok ? row + 16 * k * a.src_col : a.src, job_ok);
     }
   }
 };
@@ -214,11 +214,11 @@ void launch_pairs_nd(const RingArgs& a, int nd, dim3 grid, cudaStream_t stream) 
 int tc_ring_pairs_nd(int fw) { return (fw + 2) / 4 + 1; }
 
 void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                              int q, cudaStream_t stream) {
+                              bool transposed, int q, cudaStream_t stream) {
   const char* what = "dwconv tc-ring-pairs f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, q, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, what);
   const dim3 grid = ring_grid(a, g, what);
-  const int nd = tc_ring_pairs_nd(g.fw);
+  const int nd = tc_ring_pairs_nd(a.fw);
   switch (q) {
     case 4: launch_pairs_nd<4>(a, nd, grid, stream); break;
     case 2: launch_pairs_nd<2>(a, nd, grid, stream); break;

@@ -137,12 +137,12 @@ void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream)
 }  // namespace
 
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, RingMma mma, cudaStream_t stream) {
-  if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, q, stream);
+                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream) {
+  if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, transposed, q, stream);
   const char* what = "dwconv tc-ring f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, q, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, what);
   const dim3 grid = ring_grid(a, g, what);
-  const int gamma = (g.fw + 7) / 8;
+  const int gamma = (a.fw + 7) / 8;
   switch (q) {
     case 4: launch_ring_q<4>(a, gamma, grid, stream); break;
     case 2: launch_ring_q<2>(a, gamma, grid, stream); break;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "kernels/dwconv/cuda/bfc_tile_plan.h"
 #include "kernels/dwconv/dwconv.h"
@@ -25,6 +26,17 @@ struct ConvGeometry {
   int pad_t = 0, pad_l = 0;  // signed: a negative value crops (backward-data with padding > F-1)
   bool flip = false;         // read the filter rotated by 180 degrees
 };
+
+// g with rows and columns swapped: the geometry of the maps' transposed view (a FH x FW filter seen as FW x FH).
+inline ConvGeometry transposed_geometry(const ConvGeometry& g) {
+  ConvGeometry t = g;
+  std::swap(t.in_h, t.in_w);
+  std::swap(t.out_h, t.out_w);
+  std::swap(t.fh, t.fw);
+  std::swap(t.stride_h, t.stride_w);
+  std::swap(t.pad_t, t.pad_l);
+  return t;
+}
 
 // Forward geometry of p, and the stride-1 backward-data geometry (dY -> dX with the flipped filter).
 ConvGeometry forward_geometry(const DwconvParams& p);
@@ -135,8 +147,10 @@ void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias
 //          no byte permutes or band masks, taps rounded to multiples of 4 instead of 8.
 inline constexpr int kTcRingMaxFw = 64;
 enum class RingMma { taps, pairs };
+// `transposed`: run on the maps' transposed view (rows and columns swapped, the FH x FW filter seen as FW x FH; g
+// stays the maps' geometry), so that a tall strip takes the wide-filter path.
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, RingMma mma, cudaStream_t stream);
+                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream);
 int tc_ring_pairs_nd(int fw);  // block offsets per output group of 4 columns: (FW + 2) / 4 + 1
 
 // ---- FP32 and FP16 backward-filter on register tiles (bfc_tile.cu); plans in bfc_tile_plan.h. Zeroes dw, then

@@ -73,12 +73,16 @@ constexpr int kF16RingMaxFw = kTcRingMaxFw;
 constexpr int kRingPairsMinFw = 9;
 
 int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      // the widest tile the row fills
-// Tall FH x 5 strips (SLaK's FK x 5) hold 5 FH taps per output, enough work for the tensor cores once a row fills
-// the ring kernel's widest tile. H200, FP16, ring / register kernel time: 51x5 and 49x5 on 64- and 32-wide rows
-// 0.56x / 0.63x, 47x5 on 16-wide rows 1.05x, 13x5 on 8-wide rows 1.7x. On the wide rows the ring kernel's 15x5 ran
-// faster than the register kernel's 9x5 (0.136 / 0.142 ms at 64x64x128, 0.071 / 0.075 at 32x32x256), so from 9 rows
-// up the ring kernel wins; shorter strips (7x5 and below) were not compared and keep the register kernel.
-bool f16_tall_strip_ring_wins(const ConvGeometry& g) { return g.fw == 5 && g.fh >= 9 && ring_q(g.out_w) == 4; }
+// Tall FH x 5 strips (SLaK's FK x 5) hold 5 FH taps per output, enough work for the tensor cores; the ring kernel
+// runs them on the maps' transposed view, where they are 5 x FH strips on the channel-pairs MMAs, once a column
+// fills half its widest tile. H200, FP16, the 5 x FK strip's time over FK x 5's (then on the 8-tap ring kernel on
+// 64- and 32-row maps, on the register kernel on 16 and 8): 51 at 64x64x124 0.167 / 0.342 ms, 49 at 32x32x249 0.126 /
+// 0.199, 47 at 16x16x499 0.082 / 0.098, but 13 at 8x8x998 0.060 / 0.049 (docs/perf/dwconv-slak-h200.md). From 9
+// rows up (the ring kernel's 15x5 beat the register kernel's 9x5 on wide rows); 7x5 and below keep the register
+// kernel.
+bool f16_tall_strip_ring_wins(const ConvGeometry& g) {
+  return g.fw == 5 && g.fh >= 9 && g.fh <= kF16RingMaxFw && ring_q(g.out_h) >= 2;
+}
 // The FP16 forward-style kernel where the vector kernels can run (C % 8 == 0, 16-byte aligned tensors, stride 1).
 Kernel aligned_kernel_f16(const ConvGeometry& g) {
   return tma_wins(g, true)                                         ? Kernel::fwd_tma_cc
@@ -312,10 +316,15 @@ void configure(Plan& plan, bool f16, const Overrides& o) {
     case Kernel::fwd_cc_f16:
       plan.cc_groups = o.cc_groups ? o.cc_groups : std::min(cc_groups(g.out_w), cc_f16_max_groups(g.c));
       break;
-    case Kernel::fwd_tc_ring:
-      plan.ring_q = o.ring_q ? o.ring_q : ring_q(g.out_w);
-      plan.ring_mma = o.ring_mma ? *o.ring_mma : (g.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+    case Kernel::fwd_tc_ring: {
+      // A tall strip the table sends to the ring kernel runs on the transposed view; a forced ring kernel on the
+      // maps as they are.
+      plan.ring_transposed = !o.fwd && f16_tall_strip_ring_wins(g);
+      const ConvGeometry v = plan.ring_transposed ? transposed_geometry(g) : g;
+      plan.ring_q = o.ring_q ? o.ring_q : ring_q(v.out_w);
+      plan.ring_mma = o.ring_mma ? *o.ring_mma : (v.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
       break;
+    }
     case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
     default: break;
   }
@@ -441,11 +450,14 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
     case Kernel::fwd_cc_f16:
       return str_cat(name, " f16 cuda-core FW=", g.fw, " TM=8 BN=64", cc_f16_lane_halves(g.c) == 4 ? " lane=4h" : "",
                      " tile=", 4 * cc_f16_max_groups(g.c) / plan.cc_groups, "x", 8 * plan.cc_groups);
-    case Kernel::fwd_tc_ring:
+    case Kernel::fwd_tc_ring: {
+      const ConvGeometry v = plan.ring_transposed ? transposed_geometry(g) : g;
+      const char* view = plan.ring_transposed ? " transposed" : "";
       if (plan.ring_mma == RingMma::pairs)
         return str_cat(name, " f16 tc-ring mma=pairs tile=16x", 8 * plan.ring_q, " BN=16 offsets/group=",
-                       tc_ring_pairs_nd(g.fw));
-      return str_cat(name, " f16 tc-ring tile=16x", 8 * plan.ring_q, " BN=16 frags/row=", (g.fw + 7) / 8);
+                       tc_ring_pairs_nd(v.fw), view);
+      return str_cat(name, " f16 tc-ring tile=16x", 8 * plan.ring_q, " BN=16 frags/row=", (v.fw + 7) / 8, view);
+    }
     case Kernel::fwd_tc:
       return str_cat(name, " f16 tc T", plan.tc_theta, " tile=", 16 / plan.tc_theta, "x", 8 * plan.tc_theta,
                      " BN=64 frags/row=", (g.fw + 8) / 9);

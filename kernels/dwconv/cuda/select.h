@@ -71,8 +71,9 @@ struct Plan {
   GemvConfig gemv;     // fwd_gemv
   TmaCcConfig tma;     // fwd_tma_cc
   int cc_groups = 1;   // fwd_cc_f16: groups of 8 outputs per row of a block tile (1, 2 or 4)
-  int ring_q = 1;      // fwd_tc_ring: output blocks of 8 columns per warp (1, 2 or 4)
+  int ring_q = 1;      // fwd_tc_ring: output blocks of 8 columns per warp (1, 2 or 4) of the view it runs on
   RingMma ring_mma = RingMma::taps;
+  bool ring_transposed = false;  // fwd_tc_ring on the maps' transposed view (tall strips)
   int tc_theta = 1;    // fwd_tc: 4, 2 or 1 (block tile (16/theta) x (8*theta))
   BfcForce bfc;        // bfc_tile: a forced register tile (zero: the planner's)
 };
