@@ -75,11 +75,11 @@ constexpr int kRingPairsMinFw = 9;
 int ring_q(int out_w) { return out_w >= 24 ? 4 : (out_w >= 12 ? 2 : 1); }      // the widest tile the row fills
 // Tall FH x 5 strips (SLaK's FK x 5) hold 5 FH taps per output, enough work for the tensor cores; the ring kernel
 // runs them on the maps' transposed view, where they are 5 x FH strips on the channel-pairs MMAs, once a column
-// fills half its widest tile. H200, FP16, the 5 x FK strip's time over FK x 5's (then on the 8-tap ring kernel on
-// 64- and 32-row maps, on the register kernel on 16 and 8): 51 at 64x64x124 0.167 / 0.342 ms, 49 at 32x32x249 0.126 /
-// 0.199, 47 at 16x16x499 0.082 / 0.098, but 13 at 8x8x998 0.060 / 0.049 (docs/perf/dwconv-slak-h200.md). From 9
-// rows up (the ring kernel's 15x5 beat the register kernel's 9x5 on wide rows); 7x5 and below keep the register
-// kernel.
+// fills half its widest tile. H200, FP16 forward in one run, transposed view / ring kernel on the maps / register
+// kernel: 51x5 at 64x64x64x124 0.177 / 0.347 / 0.684 ms, 49x5 at 64x32x32x249 0.126 / 0.200 / 0.285, 47x5 at
+// 64x16x16x499 0.084 / 0.113 / 0.098. On 8-row maps the register kernel stays: 13x5 at 64x8x8x998 0.049 ms, where a
+// 5x13 strip on the ring kernel took 0.060 (docs/perf/dwconv-slak-h200.md). From 9 rows up (the ring kernel's 15x5
+// beat the register kernel's 9x5 on wide rows); 7x5 and below keep the register kernel.
 bool f16_tall_strip_ring_wins(const ConvGeometry& g) {
   return g.fw == 5 && g.fh >= 9 && g.fh <= kF16RingMaxFw && ring_q(g.out_h) >= 2;
 }
