@@ -2,6 +2,7 @@
 // mean, minimum, points slower than cuDNN) and the CSV writer. The GPU side of the benchmark runs on the H200.
 // (Named *_cuda_test: the options header pulls in the CUDA kernels' declarations.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -193,7 +194,8 @@ TEST(DwconvBenchReport, SummaryAddsTheAccurateBaselineWhenAWinnerFailedTheCheck)
 }
 
 TEST(DwconvBenchReport, CsvIsWrittenWholeWithEmptyFieldsForMissingValues) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dwconv_bench_report_test";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dwconv_bench_report_test." + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "out.csv").string();
   Row failed = row("bfc", "A", 7, 0, 0);

@@ -4,6 +4,7 @@
 // stay on one bounded line.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 using test::error_of;
 
 std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("cnn_file_io_" + name);
+  const fs::path dir = fs::path(::testing::TempDir()) / ("cnn_file_io_" + name + "." + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

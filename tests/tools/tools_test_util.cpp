@@ -11,6 +11,7 @@
 #include "models/checkpoint.h"
 #include "models/registry.h"
 #include "tests/models/model_test_util.h"
+#include "tests/support/scratch_dir.h"
 
 namespace cnn::test {
 
@@ -20,14 +21,7 @@ RunResult run_tool(const std::string& tool, const std::string& args) {
   return run_command(binary_path(std::string(CNN_BIN_DIR) + "/" + tool) + " " + args);
 }
 
-std::string tool_scratch_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / (std::string("cnn_tools_") + info->test_suite_name() + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string tool_scratch_dir() { return test_scratch_dir("cnn_tools_"); }
 
 void expect_one_line_error(const std::string& tool, const std::string& args, const std::string& expected,
                            int status) {

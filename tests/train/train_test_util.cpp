@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/scratch_dir.h"
+
 namespace cnn::test {
 
 namespace fs = std::filesystem;
@@ -16,14 +18,7 @@ RunResult run_binary(const std::string& binary, const std::string& args) {
   return run_command(binary_path(binary) + " " + args);
 }
 
-std::string scratch_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / (std::string("cnn_train_") + info->test_suite_name() + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string scratch_dir() { return test_scratch_dir("cnn_train_"); }
 
 namespace {
 
