@@ -48,12 +48,16 @@ def nearest_square(points, dt, op, m, f):
 
 
 def runs_left_out(folder):
-    """The run's files the time limit left out: every kind (ours, torch; padoff for FP16) at every odd map and data
-    type that some file of the run names."""
+    """The run's files the time limit left out: for every odd map and data type that some file of the run names,
+    ours and torch, ours at its aligned twin, and padoff for FP16. (Runs that held a map and its twin in one file
+    are complete without the twin's.)"""
     names = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(folder, '*_*_*.csv'))}
-    maps = sorted({n.split('_')[2] for n in names}, key=channels)
+    maps = sorted({n.split('_')[2] for n in names if channels(n.split('_')[2]) % 8}, key=channels)
     dtypes = sorted({n.split('_')[1] for n in names})
+    twins_apart = any(channels(n.split('_')[2]) % 8 == 0 for n in names)
     want = [f'{kind}_{dt}_{m}' for dt in dtypes for kind in ('ours', 'torch') for m in maps]
+    if twins_apart:
+        want += [f'ours_{dt}_{aligned_twin(m)}' for dt in dtypes for m in maps]
     want += [f'padoff_f16_{m}' for m in maps if 'f16' in dtypes]
     return [w for w in want if w not in names]
 

@@ -2,8 +2,9 @@
 # GPU call for the depthwise fast-path bars of issue 22 (odd channel counts and strip filters): SLaK-T's depthwise
 # shapes at batch 64, 256x256 images (stage s: 64 / 2^s square maps with 124, 249, 499, 998 channels; strips FKx5
 # and 5xFK with FK = 51, 49, 47, 13, the 5x5 small kernel) beside their aligned twins (C rounded up to a multiple of
-# 8) and the square filter nearest the strip's taps, FP16 and FP32, three ops; ours with cuDNN's engines, the FP16
-# odd-channel points again with pad=off (the direct kernels), and PyTorch on the same points. First the GPU suite
+# 8) and the square filter nearest the strip's taps, FP16 and FP32, three ops; ours with cuDNN's engines (the twins
+# without), the FP16 odd-channel points again with pad=off (the direct kernels), and PyTorch on the odd-channel
+# points. First the GPU suite
 # of the depthwise kernels (the teaching ladder has its own call, scripts/device/teach.sh).
 # Results under $OUT: slak-dwconv.tgz (CSVs and logs); a summary last.
 # usage: scripts/device/slak_dwconv.sh [--dtype f16|f32] [FILTERS]
@@ -58,20 +59,23 @@ if [ $# -gt 0 ]; then
     stages[$i]="$odd $even $1"
   done
 fi
-ours() {  # ours DTYPE LIMIT_S
+ours() {  # ours DTYPE LIMIT_S: each odd-C map with cuDNN's engines, its aligned twin without them (the twin only sets
+          # the per-FLOP reference, and the engines' probes take most of a point's time)
   local s odd even filters
   for s in "${stages[@]}"; do
     read -r odd even filters <<< "$s"
-    step "$2" "ours $1 $odd" "$bin/dwconv-bench" --dtype "$1" --maps "$odd,$even" --filters "$filters" --reps 10 \
+    step "$2" "ours $1 $odd" "$bin/dwconv-bench" --dtype "$1" --maps "$odd" --filters "$filters" --reps 10 \
       --warmup 2 --cudnn-engines --no-cudnn-legacy --cudnn-probe-budget 1500 --out "$work/ours_$1_$odd.csv" \
       > "$work/ours_$1_$odd.log" 2>&1
+    step 60 "ours $1 $even" "$bin/dwconv-bench" --dtype "$1" --maps "$even" --filters "$filters" --reps 10 \
+      --warmup 2 --no-cudnn --out "$work/ours_$1_$even.csv" > "$work/ours_$1_$even.log" 2>&1
   done
 }
 torch() {  # torch DTYPE LIMIT_S
   local s odd even filters
   for s in "${stages[@]}"; do
     read -r odd even filters <<< "$s"
-    step "$2" "torch $1 $odd" python3 bench/dwconv_torch.py --dtype "$1" --maps "$odd,$even" --filters "$filters" \
+    step "$2" "torch $1 $odd" python3 bench/dwconv_torch.py --dtype "$1" --maps "$odd" --filters "$filters" \
       --ops fwd,bdc,bfc --reps 10 --warmup 2 --point-seconds 1 --point-timeout 20 --out "$work/torch_$1_$odd.csv" \
       > "$work/torch_$1_$odd.log" 2>&1
   done
