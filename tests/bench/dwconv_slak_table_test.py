@@ -55,6 +55,18 @@ class SlakTableTest(unittest.TestCase):
         missing = next(l for l in text.splitlines() if 'comparison missing' in l)
         self.assertNotIn(': 0', missing)
 
+    def test_runs_left_out_are_listed(self):
+        # A twin kept in its own file (one run does so for every map, so a twin missing from it was cut off); no
+        # PyTorch or pad=off files at all.
+        d = tempfile.mkdtemp()
+        for m, padded in (('64x32x32x249', True), ('64x32x32x256', False), ('64x16x16x499', True)):
+            write(os.path.join(d, f'ours_f16_{m}.csv'), BENCH_COLS, [ours('fwd', m, '5', 1.0, 2.0, padded)])
+        out = os.path.join(d, 'page.md')
+        r = subprocess.run([sys.executable, SCRIPT, d, '--command', 'x', '-o', out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('Not run (the time limit came first): torch_f16_64x32x32x249, torch_f16_64x16x16x499, '
+                      'ours_f16_64x16x16x504, padoff_f16_64x32x32x249, padoff_f16_64x16x16x499.', open(out).read())
+
     def test_empty_folder_is_an_error(self):
         r = subprocess.run([sys.executable, SCRIPT, tempfile.mkdtemp(), '--command', 'x'], capture_output=True,
                            text=True)
