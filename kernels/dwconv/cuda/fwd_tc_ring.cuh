@@ -1,8 +1,8 @@
 // The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
 // read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, C % 4 == 0, 8-byte aligned
 // pointers, FP32 accumulation (it stages 4-channel groups with 8- or 4-byte copies; C % 8 == 4 only narrows the
-// output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live in
-// a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
+// output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live
+// in a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
 // steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
 // the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
 // supplies the ring layout, the per-row MMAs and the epilogue. Design: docs/dwconv-fp16.md.
@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
@@ -75,29 +76,33 @@ inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias
   CNN_CHECK(v.fw >= 1 && v.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, " (of the ",
             transposed ? "transposed view: FH" : "maps", "), got ", v.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
+  // Rows per image: the maps' rows, or in the transposed view their columns of every row.
+  const long long src_img_rows = transposed ? static_cast<long long>(g.in_h) * g.in_w : g.in_h;
+  const long long dst_img_rows = transposed ? static_cast<long long>(g.out_h) * g.out_w : g.out_h;
   // 32-bit offsets: within a view row (columns x their stride) and of rows counted over all images.
   const long long row_span = std::max(static_cast<long long>(g.in_w) * g.c, static_cast<long long>(g.out_w) * g.c);
   const long long col_span = transposed ? std::max(g.in_h * row_span, g.out_h * row_span) : row_span;
-  const long long rows = static_cast<long long>(g.n) * (transposed ? std::max(g.in_h * static_cast<long long>(g.in_w),
-                                                                              g.out_h * static_cast<long long>(g.out_w))
-                                                                   : std::max(g.in_h, g.out_h));
+  const long long rows = g.n * std::max(src_img_rows, dst_img_rows);
   CNN_CHECK(col_span < (1LL << 31) && rows < (1LL << 31), what, ": ", col_span, " elements per view row, ", rows,
             " view rows: beyond the kernel's 32-bit offsets");
-  const int src_row = g.in_w * g.c, dst_row = g.out_w * g.c, w_row = g.fw * g.c;
+  // NHWC strides; the transposed view swaps each row stride with its column stride.
+  int src_row = g.in_w * g.c, src_col = g.c, dst_row = g.out_w * g.c, dst_col = g.c, w_row = g.fw * g.c, w_tap = g.c;
+  if (transposed) {
+    std::swap(src_row, src_col);
+    std::swap(dst_row, dst_col);
+    std::swap(w_row, w_tap);
+  }
   return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = v.in_h, .in_w = v.in_w, .c = v.c,
                   .out_h = v.out_h, .out_w = v.out_w, .fh = v.fh, .fw = v.fw, .pad_t = v.pad_t, .pad_l = v.pad_l,
-                  .flip = v.flip ? 1 : 0,
-                  .src_row = transposed ? g.c : src_row, .src_col = transposed ? src_row : g.c,
-                  .src_img_rows = transposed ? g.in_h * g.in_w : g.in_h,
-                  .dst_row = transposed ? g.c : dst_row, .dst_col = transposed ? dst_row : g.c,
-                  .dst_img_rows = transposed ? g.out_h * g.out_w : g.out_h,
-                  .w_row = transposed ? g.c : w_row, .w_tap = transposed ? w_row : g.c,
+                  .flip = v.flip ? 1 : 0, .src_row = src_row, .src_col = src_col,
+                  .src_img_rows = int(src_img_rows), .dst_row = dst_row, .dst_col = dst_col,
+                  .dst_img_rows = int(dst_img_rows), .w_row = w_row, .w_tap = w_tap,
                   .tiles_h = (v.out_h + kRows - 1) / kRows, .tiles_w = (v.out_w + 8 * q - 1) / (8 * q),
                   .channel_blocks = (v.c + kBN - 1) / kBN};
 }
 
 inline dim3 ring_grid(const RingArgs& a, const ConvGeometry& g, const char* what) {
-  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;  // any view
+  const long long blocks = static_cast<long long>(g.n) * a.tiles_h * a.tiles_w * a.channel_blocks;
   CNN_CHECK(blocks < (1LL << 31), what, ": grid too large for ", blocks, " blocks");
   return dim3(static_cast<unsigned>(blocks));
 }
