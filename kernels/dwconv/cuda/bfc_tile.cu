@@ -263,14 +263,8 @@ void check_inputs(const void* x, const void* dy, const float* dw, const DwconvPa
   CNN_CHECK(force.z >= 0, "dwconv_backward_filter_cuda: expected forced Z >= 0, got ", force.z);
 }
 
-// The byte alignment both tensors share (16 at most; a null pointer counts as aligned).
-int pointer_alignment(const void* x, const void* dy) {
-  const uintptr_t bits = (x ? reinterpret_cast<uintptr_t>(x) : 16) | (dy ? reinterpret_cast<uintptr_t>(dy) : 16) | 16;
-  return int(bits & ~(bits - 1));
-}
-
 int copy_bytes_of(const void* x, const void* dy, int c, TileInput in) {
-  return bfc_tile_copy_bytes(c, in != TileInput::f32, pointer_alignment(x, dy));
+  return bfc_tile_copy_bytes(c, in != TileInput::f32, alignment_of({x, dy}));
 }
 
 std::string describe(const BfcPlan& plan, const DwconvParams& p, int copy_bytes, TileInput in) {
