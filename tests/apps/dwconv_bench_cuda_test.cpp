@@ -2,7 +2,6 @@
 // mean, minimum, points slower than cuDNN) and the CSV writer. The GPU side of the benchmark runs on the H200.
 // (Named *_cuda_test: the options header pulls in the CUDA kernels' declarations.)
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "apps/dwconv-bench/bench_options.h"
 #include "apps/dwconv-bench/report.h"
 #include "core/error.h"
+#include "tests/support/scratch_dir.h"
 
 namespace cnn::bench {
 namespace {
@@ -194,9 +194,7 @@ TEST(DwconvBenchReport, SummaryAddsTheAccurateBaselineWhenAWinnerFailedTheCheck)
 }
 
 TEST(DwconvBenchReport, CsvIsWrittenWholeWithEmptyFieldsForMissingValues) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("dwconv_bench_report_test." + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = cnn::test::test_scratch_dir("dwconv_bench_");
   const std::string path = (dir / "out.csv").string();
   Row failed = row("bfc", "A", 7, 0, 0);
   failed.error = "a, \"quoted\" error";

@@ -4,7 +4,6 @@
 // stay on one bounded line.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include "core/file_io.h"
 #include "core/safetensors.h"
 #include "tests/support/numeric.h"
+#include "tests/support/scratch_dir.h"
 
 namespace cnn {
 namespace {
@@ -23,12 +23,7 @@ namespace fs = std::filesystem;
 
 using test::error_of;
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("cnn_file_io_" + name + "." + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string scratch(const std::string& name) { return test::test_scratch_dir("cnn_file_io_" + name + "_"); }
 
 TEST(FileIo, RegularFilesAreReadWhole) {
   const std::string dir = scratch("regular"), f = dir + "/a.txt";
