@@ -112,7 +112,8 @@ class CudaBackend final : public DeviceBackend {
     CudaContext& ctx = cuda_context(a.device());
     dispatch_cuda_float(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, ctx.cublas());
+      kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, ctx.cublas(),
+                            [&ctx](size_t bytes) { return ctx.workspace(bytes); });
     });
   }
 

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/cuda_check.h"
+#include "kernels/common/channel_pad.h"
 #include "kernels/dwconv/cuda/select.h"
 
 namespace cnn::dwconv {
@@ -108,11 +109,11 @@ void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const 
   T* dst_p = reinterpret_cast<T*>(base + o_dst);
   T* w_p = reinterpret_cast<T*>(base + o_w);
   T* bias_p = bias ? reinterpret_cast<T*>(base + o_bias) : nullptr;
-  launch_pad_channels(src, src_p, src_rows, c, cp, stream);
-  launch_pad_channels(w, w_p, taps, c, cp, stream);
-  if (bias) launch_pad_channels(bias, bias_p, 1, c, cp, stream);
+  kernels::launch_pad_channels(src, src_p, src_rows, c, cp, stream);
+  kernels::launch_pad_channels(w, w_p, taps, c, cp, stream);
+  if (bias) kernels::launch_pad_channels(bias, bias_p, 1, c, cp, stream);
   run_forward_style(src_p, w_p, bias_p, dst_p, plan, stream);
-  launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
+  kernels::launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
 }
 
 template <class T>
@@ -130,10 +131,10 @@ void run_backward_filter_padded(const T* x, const T* dy, float* dw, const Dwconv
   T* x_p = reinterpret_cast<T*>(base + o_x);
   T* dy_p = reinterpret_cast<T*>(base + o_dy);
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
-  launch_pad_channels(x, x_p, x_rows, p.c, q.c, stream);
-  launch_pad_channels(dy, dy_p, dy_rows, p.c, q.c, stream);
+  kernels::launch_pad_channels(x, x_p, x_rows, p.c, q.c, stream);
+  kernels::launch_pad_channels(dy, dy_p, dy_rows, p.c, q.c, stream);
   run_backward_filter(x_p, dy_p, dw_p, q, accum, plan, stream);
-  launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);
+  kernels::launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);
 }
 
 // The plan for op, after the entry point's checks, logged when the verbose override is on.

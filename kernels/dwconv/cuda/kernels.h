@@ -192,11 +192,5 @@ void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, c
                                  const BfcF16TiledForce& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force);
 
-// ---- Channel padding (channel_pad.cu) for the padded plans: rows of C values <-> rows of CP values (CP >= C, a
-// multiple of 16 bytes of elements, zeros after the C values), the padded side 16-byte aligned. T: float or __half.
-template <class T>
-void launch_pad_channels(const T* src, T* dst, int64_t rows, int c, int cp, cudaStream_t stream);
-template <class T>
-void launch_crop_channels(const T* src, T* dst, int64_t rows, int cp, int c, cudaStream_t stream);
 
 }  // namespace cnn::dwconv

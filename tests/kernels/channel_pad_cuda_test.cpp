@@ -1,4 +1,4 @@
-// The channel padding kernels of the padded plans (channel_pad.cu) against a host copy, bit for bit: rows shorter and
+// The channel padding kernels (kernels/common/channel_pad.cu) against a host copy, bit for bit: rows shorter and
 // longer than a block's span, unpadded sides at every element offset within a 16-byte line, padding of up to 7
 // elements (an FP16 plan's width on a float filter gradient), and no write outside the destination.
 #include <cuda_fp16.h>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/common/channel_pad.h"
 #include "tests/support/numeric.h"
 
-namespace cnn::dwconv {
+namespace cnn::kernels {
 namespace {
 
 // A device allocation of `lead` + n + kGuard elements filled with a sentinel; the data starts `lead` elements in.
@@ -87,7 +87,7 @@ void check_round_trip(const PadCase& k, size_t lead, uint64_t seed) {
   EXPECT_EQ(bad, 0u) << "cropped bytes wrong or written outside the rows: " << name;
 }
 
-TEST(DwconvChannelPadGpu, RoundTripsBitForBit) {
+TEST(ChannelPadGpu, RoundTripsBitForBit) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 500;
   // Spans are 8192 halves / 4096 floats: C = 9001 and 5000 rows are longer than one, C = 3 puts thousands of rows
@@ -101,14 +101,14 @@ TEST(DwconvChannelPadGpu, RoundTripsBitForBit) {
     for (size_t lead : {0, 1, 2, 3}) check_round_trip<float>(k, lead, seed++);
 }
 
-TEST(DwconvChannelPadGpu, RejectsBadWidths) {
+TEST(ChannelPadGpu, RejectsBadWidths) {
   CNN_REQUIRE_GPU();
   Guarded<float> a(64, 0), b(64, 0), odd(64, 1);
-  EXPECT_THROW(launch_pad_channels(a.data(), b.data(), 4, 9, 8, nullptr), Error);    // CP < C
-  EXPECT_THROW(launch_pad_channels(a.data(), b.data(), 4, 5, 6, nullptr), Error);    // CP not a multiple of 4
-  EXPECT_THROW(launch_pad_channels(a.data(), odd.data(), 4, 5, 8, nullptr), Error);  // padded side unaligned
-  EXPECT_THROW(launch_crop_channels(odd.data(), a.data(), 4, 8, 5, nullptr), Error);
+  EXPECT_THROW(launch_pad_channels(a.data(), b.data(), 4, 9, 8, nullptr), cnn::Error);    // CP < C
+  EXPECT_THROW(launch_pad_channels(a.data(), b.data(), 4, 5, 6, nullptr), cnn::Error);    // CP not a multiple of 4
+  EXPECT_THROW(launch_pad_channels(a.data(), odd.data(), 4, 5, 8, nullptr), cnn::Error);  // padded side unaligned
+  EXPECT_THROW(launch_crop_channels(odd.data(), a.data(), 4, 8, 5, nullptr), cnn::Error);
 }
 
 }  // namespace
-}  // namespace cnn::dwconv
+}  // namespace cnn::kernels

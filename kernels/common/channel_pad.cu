@@ -1,6 +1,6 @@
-// Channel padding for the padded plans (select.h, Plan::padded_c): rows of C values copied into rows of CP >= C
-// values with zeros after them, and back. The padded side's rows start 16-byte aligned (CP is a multiple of the
-// vector width); the unpadded side may start anywhere a T may, so its rows are only T-aligned at an odd C.
+// Channel padding (channel_pad.h): rows of C values copied into rows of CP >= C values with zeros after them, and
+// back. The padded side's rows start 16-byte aligned (CP is a multiple of the vector width); the unpadded side may
+// start anywhere a T may, so its rows are only T-aligned at an odd C.
 //
 // Both sides are moved in 16-byte accesses. Block b owns the unpadded elements [b E, (b+1) E) (E = 16 KB of T),
 // a contiguous span on both sides, and stages it in shared memory laid out like global memory (element i of the span
@@ -11,10 +11,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/cuda_check.h"
-#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/common/channel_pad.h"
 
-namespace cnn::dwconv {
+#include "core/cuda_check.h"
+
+namespace cnn::kernels {
 
 namespace {
 
@@ -137,7 +138,7 @@ int blocks_for(int64_t total, int span) {
 
 template <class T>
 void check_padding(const char* op, const void* padded, int64_t rows, int c, int cp) {
-  CNN_CHECK(rows >= 0 && c >= 1 && cp >= c && cp % kVec<T> == 0 && aligned16(padded), op,
+  CNN_CHECK(rows >= 0 && c >= 1 && cp >= c && cp % kVec<T> == 0 && reinterpret_cast<uintptr_t>(padded) % 16 == 0, op,
             ": expected rows >= 0, 1 <= C <= CP, CP a multiple of ", kVec<T>,
             " and a 16-byte aligned padded side, got rows=", rows, " C=", c, " CP=", cp);
 }
@@ -167,4 +168,4 @@ template void launch_pad_channels<__half>(const __half*, __half*, int64_t, int, 
 template void launch_crop_channels<float>(const float*, float*, int64_t, int, int, cudaStream_t);
 template void launch_crop_channels<__half>(const __half*, __half*, int64_t, int, int, cudaStream_t);
 
-}  // namespace cnn::dwconv
+}  // namespace cnn::kernels

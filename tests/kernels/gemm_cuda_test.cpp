@@ -1,0 +1,138 @@
+// gemm_cuda against a double-precision host GEMM on the same (FP16-rounded) inputs: FP16 and FP32, every transpose
+// pair, beta 0 and 1, row lengths that are and are not multiples of 8. Large FP16 GEMMs with unaligned rows must run
+// on padded copies (the scratch is asked for), aligned, small, FP32 and strided ones as they are; none writes
+// outside C.
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/matmul/gemm_cuda.h"
+#include "tests/support/numeric.h"
+
+namespace cnn::kernels {
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+  bool ta, tb;
+  double beta;
+  int64_t ldc_extra;  // C's row stride beyond N
+  bool padded;        // FP16: expected to run on padded copies
+};
+
+template <class T>
+T to_t(float v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return __float2half(v);
+}
+template <class T>
+float to_f(T v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return __half2float(v);
+}
+
+template <class T>
+struct Device {
+  T* p = nullptr;
+  explicit Device(const std::vector<T>& h) {
+    EXPECT_EQ(cudaMalloc(&p, h.size() * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~Device() { cudaFree(p); }
+  std::vector<T> download(size_t n) const {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+template <class T>
+void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
+  GemmParams p;
+  p.m = k.m, p.n = k.n, p.k = k.k, p.trans_a = k.ta, p.trans_b = k.tb, p.beta = k.beta;
+  p.lda = k.ta ? k.m : k.k, p.ldb = k.tb ? k.k : k.n, p.ldc = k.n + k.ldc_extra;
+  const std::string name = p.str() + " beta=" + std::to_string(k.beta) + (sizeof(T) == 2 ? " f16" : " f32");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const auto fill = [&](size_t n) {
+    std::vector<T> v(n);
+    for (auto& x : v) x = to_t<T>(u(rng));
+    return v;
+  };
+  constexpr float kSentinel = 1234.f;  // C's padding columns and the tail after C must keep it
+  const int64_t c_elems = k.m * p.ldc;
+  const std::vector<T> a = fill(size_t(k.m * k.k)), b = fill(size_t(k.k * k.n));
+  std::vector<T> c0 = fill(size_t(c_elems + 64));
+  for (int64_t r = 0; r < k.m; ++r)
+    for (int64_t j = k.n; j < p.ldc; ++j) c0[size_t(r * p.ldc + j)] = to_t<T>(kSentinel);
+  for (size_t i = size_t(c_elems); i < c0.size(); ++i) c0[i] = to_t<T>(kSentinel);
+  Device<T> da(a), db(b), dc(c0);
+  size_t asked = 0;
+  void* scratch_mem = nullptr;
+  const GemmScratch scratch = [&](size_t bytes) {
+    asked = bytes;
+    cudaFree(scratch_mem);
+    EXPECT_EQ(cudaMalloc(&scratch_mem, bytes), cudaSuccess);
+    return scratch_mem;
+  };
+  gemm_cuda<T>(da.p, db.p, dc.p, p, handle, scratch);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
+  cudaFree(scratch_mem);
+  const bool expect_padded = std::is_same_v<T, __half> && k.padded;
+  EXPECT_EQ(asked > 0, expect_padded) << "scratch asked for " << asked << " bytes: " << name;
+
+  const std::vector<T> c = dc.download(c0.size());
+  // Bound: FP32 accumulation (at most 2 ulps of 2^-24 per add, the tensor cores truncating) over the sum of |terms|,
+  // plus the output's rounding (2^-11 relative in FP16); a dropped or doubled term (~S/K) is far above it for K < 2048.
+  const double out_ulp = std::is_same_v<T, __half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -24);
+  size_t bad = 0;
+  for (int64_t i = 0; i < k.m; ++i)
+    for (int64_t j = 0; j < p.ldc; ++j) {
+      const float got = to_f(c[size_t(i * p.ldc + j)]);
+      if (j >= k.n) {
+        bad += got != kSentinel;
+        continue;
+      }
+      double ref = k.beta * to_f(c0[size_t(i * p.ldc + j)]), s = std::abs(ref);
+      for (int64_t l = 0; l < k.k; ++l) {
+        const double x = to_f(a[size_t(k.ta ? l * k.m + i : i * k.k + l)]);
+        const double y = to_f(b[size_t(k.tb ? j * k.k + l : l * k.n + j)]);
+        ref += x * y, s += std::abs(x * y);
+      }
+      const double bound = double(k.k + 1) * std::ldexp(1.0, -22) * s + out_ulp * std::abs(ref) + 1e-30;
+      if (std::abs(got - ref) > bound && bad++ < 3)
+        ADD_FAILURE() << name << ": C[" << i << "][" << j << "] = " << got << ", reference " << ref;
+    }
+  for (size_t i = size_t(c_elems); i < c.size(); ++i) bad += to_f(c[i]) != kSentinel;
+  EXPECT_EQ(bad, 0u) << name;
+}
+
+TEST(GemmCudaGpu, MatchesDoubleReference) {
+  CNN_REQUIRE_GPU();
+  cublasHandle_t handle;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  // SLaK-like row lengths (249, 996, 124, 499): the forward, input-gradient and weight-gradient forms, both
+  // transposes with zero rows added to K, beta = 1 (C read through its padded copy); aligned, small and strided ones
+  // run as they are.
+  const Case cases[] = {{1000, 996, 249, false, true, 0.0, 0, true}, {1000, 249, 996, false, false, 0.0, 0, true},
+                        {996, 249, 1000, true, false, 0.0, 0, true}, {124, 499, 500, true, true, 0.0, 0, true},
+                        {1000, 996, 249, false, true, 1.0, 0, true}, {512, 256, 128, false, true, 0.0, 0, false},
+                        {16, 9, 7, false, false, 1.0, 0, false},     {1000, 249, 128, false, true, 0.0, 11, false}};
+  uint64_t seed = 70;
+  for (const Case& k : cases) {
+    check_case<__half>(k, handle, seed++);
+    check_case<float>(k, handle, seed++);
+  }
+  cublasDestroy(handle);
+}
+
+}  // namespace
+}  // namespace cnn::kernels
