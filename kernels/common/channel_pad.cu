@@ -78,28 +78,47 @@ __device__ int64_t first_vector_from(int64_t s, int c, int per_row) {
   return row * per_row + (int(s - row * c) + kVec<T> - 1) / kVec<T>;
 }
 
+// Block b's span of the unpadded side (`side`: elements [s0, s1), element s0 at staged index m) and its padded-vector
+// jobs v0 .. v1-1: job j is vector v0 + j, whose element 0 is staged at at(j) and which is column c0(j) of its row.
+template <class T>
+struct SpanJobs {
+  int64_t s0, s1, v0;
+  int m, jobs, lv0, base, c, per_row;
+  // from_holder: the span's first vector is the one holding s0 (crop), else the first starting in the span (pad).
+  __device__ SpanJobs(const T* side, int64_t total, int c_, int cp, bool from_holder) : c(c_), per_row(cp / kVec<T>) {
+    s0 = int64_t(blockIdx.x) * kSpan<T>;
+    s1 = min(total, s0 + kSpan<T>);
+    const int64_t row_s0 = s0 / c;
+    v0 = from_holder ? row_s0 * per_row + int(s0 - row_s0 * c) / kVec<T> : first_vector_from<T>(s0, c, per_row);
+    m = int((reinterpret_cast<uintptr_t>(side + s0) % 16) / sizeof(T));
+    const int64_t row0 = v0 / per_row;
+    base = int(row0 * c - s0) + m;  // staged index of row row0's element 0 (may be negative)
+    jobs = int(first_vector_from<T>(s1, c, per_row) - v0);
+    lv0 = int(v0 - row0 * per_row);
+  }
+  __device__ void job(int j, int& at, int& c0) const {
+    const int lv = lv0 + j, r = lv / per_row;
+    c0 = (lv - r * per_row) * kVec<T>;
+    at = base + r * c + c0;
+  }
+};
+
 template <class T>
 __global__ void __launch_bounds__(kThreads) pad_channels_kernel(const T* __restrict__ src, T* __restrict__ dst,
                                                                 int64_t total, int c, int cp) {
   __shared__ Staged<T> staged;
   T* const s = staged.elems();
-  const int per_row = cp / kVec<T>;
-  const int64_t s0 = int64_t(blockIdx.x) * kSpan<T>, s1 = min(total, s0 + kSpan<T>);
-  const int64_t v0 = first_vector_from<T>(s0, c, per_row), v1 = first_vector_from<T>(s1, c, per_row);
-  const int m = int((reinterpret_cast<uintptr_t>(src + s0) % 16) / sizeof(T));
+  const SpanJobs<T> sj(src, total, c, cp, false);
   // The owned vectors read up to one vector past the span: stage that much too.
-  move_lines(src, s, s0, min(total, s1 + kVec<T>), 0, total, m);
+  move_lines(src, s, sj.s0, min(total, sj.s1 + kVec<T>), 0, total, sj.m);
   __syncthreads();
-  const int64_t row0 = v0 / per_row;
-  const int base = int(row0 * c - s0) + m;  // staged index of row row0's element 0 (may be negative)
-  const int jobs = int(v1 - v0), lv0 = int(v0 - row0 * per_row);
-  for (int j = threadIdx.x; j < jobs; j += blockDim.x) {
-    const int lv = lv0 + j, r = lv / per_row, c0 = (lv - r * per_row) * kVec<T>;
-    const T* in = s + base + r * c + c0;
+  for (int j = threadIdx.x; j < sj.jobs; j += blockDim.x) {
+    int at, c0;
+    sj.job(j, at, c0);
     Vec<T> out;
 #pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < c ? in[k] : T(0.0f);
-    reinterpret_cast<Vec<T>*>(dst)[v0 + j] = out;
+    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < c ? s[at + k] : T(0.0f);
+    reinterpret_cast<Vec<T>*>(dst)[sj.v0 + j] = out;
   }
 }
 
@@ -108,26 +127,18 @@ __global__ void __launch_bounds__(kThreads) crop_channels_kernel(const T* __rest
                                                                  int64_t total, int cp, int c) {
   __shared__ Staged<T> staged;
   T* const s = staged.elems();
-  const int per_row = cp / kVec<T>;
-  const int64_t s0 = int64_t(blockIdx.x) * kSpan<T>, s1 = min(total, s0 + kSpan<T>);
-  // Vectors holding elements s0 .. s1-1: from the one containing s0 to the first starting at s1 or later.
-  const int64_t row_s0 = s0 / c;
-  const int64_t v0 = row_s0 * per_row + int(s0 - row_s0 * c) / kVec<T>, v1 = first_vector_from<T>(s1, c, per_row);
-  const int m = int((reinterpret_cast<uintptr_t>(dst + s0) % 16) / sizeof(T));
-  const int64_t row0 = v0 / per_row;
-  const int base = int(row0 * c - s0) + m;
-  const int jobs = int(v1 - v0), lv0 = int(v0 - row0 * per_row);
-  const int lo = m, hi = m + int(s1 - s0);  // the span's staged indices
-  for (int j = threadIdx.x; j < jobs; j += blockDim.x) {
-    const int lv = lv0 + j, r = lv / per_row, c0 = (lv - r * per_row) * kVec<T>;
-    const Vec<T> in = reinterpret_cast<const Vec<T>*>(src)[v0 + j];
-    const int at = base + r * c + c0;
+  const SpanJobs<T> sj(dst, total, c, cp, true);
+  const int lo = sj.m, hi = sj.m + int(sj.s1 - sj.s0);  // the span's staged indices
+  for (int j = threadIdx.x; j < sj.jobs; j += blockDim.x) {
+    int at, c0;
+    sj.job(j, at, c0);
+    const Vec<T> in = reinterpret_cast<const Vec<T>*>(src)[sj.v0 + j];
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k)
       if (c0 + k < c && at + k >= lo && at + k < hi) s[at + k] = in.v[k];
   }
   __syncthreads();
-  move_lines(dst, s, s0, s1, s0, s1, m);
+  move_lines(dst, s, sj.s0, sj.s1, sj.s0, sj.s1, sj.m);
 }
 
 int blocks_for(int64_t total, int span) {
