@@ -227,8 +227,7 @@ Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) 
     CNN_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: expected bias (", w.size(0), "), got ",
               bias.str());
   }
-  Tensor y = backend::gemm(x, w, false, true);
-  if (bias.defined()) backend::binary_into(BinaryOp::add, y, bias, y);
+  Tensor y = backend::gemm(x, w, false, true, bias);  // the bias fused into the GEMM where the backend can
   if (Tape::should_record(tape, {&x, &w, &bias})) {
     const Tensor keep_x = w.requires_grad() ? x : Tensor();
     const Tensor keep_w = x.requires_grad() ? w : Tensor();

@@ -101,7 +101,7 @@ Tensor sum_rows(const Tensor& x_in, double alpha) {
   return y;
 }
 
-Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) {
+Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, const Tensor& bias) {
   check_pair("matmul", a_in, b_in);
   CNN_CHECK(a_in.dim() == 2 && b_in.dim() == 2, "matmul: expected 2-D operands, got ", a_in.str(), " and ", b_in.str());
   const Tensor a = a_in.contiguous(), b = b_in.contiguous();
@@ -115,7 +115,12 @@ Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) 
   p.m = m, p.n = n, p.k = k;
   p.lda = a.size(1), p.ldb = b.size(1), p.ldc = n;
   Tensor c = like(a, {m, n});
-  on(a).gemm(a, b, p, c);
+  if (bias.defined()) {
+    check_pair("matmul", a, bias);
+    CNN_CHECK(bias.dim() == 1 && bias.size(0) == n, "matmul: expected a bias of ", n, " values, got ", bias.str());
+  }
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : bias;
+  if (!on(a).gemm(a, b, p, c, bias_c) && bias.defined()) binary_into(kernels::BinaryOp::add, c, bias_c, c);
   return c;
 }
 

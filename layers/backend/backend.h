@@ -38,8 +38,8 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy);
 Tensor sum_all(const Tensor& x, double alpha);
 // alpha * sum over all but the last axis, shape (C).
 Tensor sum_rows(const Tensor& x, double alpha);
-// op(a) op(b) for 2-D a, b (row-major, gemm.h semantics).
-Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+// op(a) op(b) for 2-D a, b (row-major, gemm.h semantics), plus `bias` (N values) on every row when defined.
+Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& bias = Tensor());
 // (loss (), lse (B)); loss and lse are f32 for f32/f16 logits, f64 for f64 logits.
 std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits, const Tensor& labels, double label_smoothing);
 Tensor softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
@@ -91,7 +91,9 @@ class DeviceBackend {
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   virtual void sum_all(const Tensor& x, double alpha, Tensor& y) = 0;
   virtual void sum_rows(const Tensor& x, double alpha, Tensor& y) = 0;
-  virtual void gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c) = 0;
+  // c = op(a) op(b); with a defined bias also c += bias on every row where the backend fuses it: returns whether
+  // it did (the caller adds it otherwise).
+  virtual bool gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c, const Tensor& bias) = 0;
   virtual void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,
                                     Tensor& lse) = 0;
   virtual void softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,

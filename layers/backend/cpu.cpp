@@ -87,15 +87,16 @@ class CpuBackend final : public DeviceBackend {
     });
   }
 
-  void gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c) override {
+  bool gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c, const Tensor&) override {
     if (p.k == 0) {  // BLAS leaves C untouched for K = 0; the empty sum is 0
       c.fill_(0.0);
-      return;
+      return false;
     }
     dispatch_cpu_float(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::gemm_cpu(a.data<T>(), b.data<T>(), c.data<T>(), p);
     });
+    return false;  // the bias, if any, is the caller's add
   }
 
   void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,

@@ -107,14 +107,17 @@ class CudaBackend final : public DeviceBackend {
     });
   }
 
-  void gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c) override {
+  bool gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c, const Tensor& bias) override {
     CudaDeviceGuard guard(a.device().index);
     CudaContext& ctx = cuda_context(a.device());
+    const kernels::GemmCuda env{.blas = ctx.cublas(), .lt = ctx.cublaslt(), .stream = ctx.compute_stream(),
+                                .scratch = [&ctx](size_t bytes) { return ctx.workspace(bytes); }};
+    bool fused = false;
     dispatch_cuda_float(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, ctx.cublas(),
-                            [&ctx](size_t bytes) { return ctx.workspace(bytes); });
+      fused = kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, env, bias.defined() ? ptr<T>(bias) : nullptr);
     });
+    return fused && bias.defined();
   }
 
   void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,

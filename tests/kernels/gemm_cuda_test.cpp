@@ -1,7 +1,7 @@
 // gemm_cuda against a double-precision host GEMM on the same (FP16-rounded) inputs: FP16 and FP32, every transpose
-// pair, beta 0 and 1, row lengths that are and are not multiples of 8. Large FP16 GEMMs with unaligned rows must run
-// on padded copies (the scratch is asked for), aligned, small, FP32 and strided ones as they are; none writes
-// outside C.
+// pair, beta 0 and 1, row lengths that are and are not multiples of 8, with and without a fused bias. Large FP16
+// GEMMs with unaligned rows must run on padded copies (the scratch is asked for), aligned, small, FP32 and strided
+// ones as they are; the bias is fused wherever the rows are aligned or padded; nothing is written outside C.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -25,7 +25,7 @@ struct Case {
   bool ta, tb;
   double beta;
   int64_t ldc_extra;  // C's row stride beyond N
-  bool padded;        // FP16: expected to run on padded copies
+  bool padded;        // FP16: expected to run on padded copies (and then, like aligned rows, to fuse a bias)
 };
 
 template <class T>
@@ -55,11 +55,12 @@ struct Device {
 };
 
 template <class T>
-void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
+void check_case(const Case& k, cublasHandle_t blas, cublasLtHandle_t lt, bool with_bias, uint64_t seed) {
   GemmParams p;
   p.m = k.m, p.n = k.n, p.k = k.k, p.trans_a = k.ta, p.trans_b = k.tb, p.beta = k.beta;
   p.lda = k.ta ? k.m : k.k, p.ldb = k.tb ? k.k : k.n, p.ldc = k.n + k.ldc_extra;
-  const std::string name = p.str() + " beta=" + std::to_string(k.beta) + (sizeof(T) == 2 ? " f16" : " f32");
+  const std::string name = p.str() + " beta=" + std::to_string(k.beta) + (sizeof(T) == 2 ? " f16" : " f32") +
+                           (with_bias ? " bias" : "");
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   const auto fill = [&](size_t n) {
@@ -69,12 +70,12 @@ void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
   };
   constexpr float kSentinel = 1234.f;  // C's padding columns and the tail after C must keep it
   const int64_t c_elems = k.m * p.ldc;
-  const std::vector<T> a = fill(size_t(k.m * k.k)), b = fill(size_t(k.k * k.n));
+  const std::vector<T> a = fill(size_t(k.m * k.k)), b = fill(size_t(k.k * k.n)), bias = fill(size_t(k.n));
   std::vector<T> c0 = fill(size_t(c_elems + 64));
   for (int64_t r = 0; r < k.m; ++r)
     for (int64_t j = k.n; j < p.ldc; ++j) c0[size_t(r * p.ldc + j)] = to_t<T>(kSentinel);
   for (size_t i = size_t(c_elems); i < c0.size(); ++i) c0[i] = to_t<T>(kSentinel);
-  Device<T> da(a), db(b), dc(c0);
+  Device<T> da(a), db(b), dc(c0), dbias(bias);
   size_t asked = 0;
   void* scratch_mem = nullptr;
   const GemmScratch scratch = [&](size_t bytes) {
@@ -83,11 +84,19 @@ void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
     EXPECT_EQ(cudaMalloc(&scratch_mem, bytes), cudaSuccess);
     return scratch_mem;
   };
-  gemm_cuda<T>(da.p, db.p, dc.p, p, handle, scratch);
+  const GemmCuda env{.blas = blas, .lt = lt, .stream = nullptr, .scratch = scratch};
+  const bool fused = gemm_cuda<T>(da.p, db.p, dc.p, p, env, with_bias ? dbias.p : nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
   cudaFree(scratch_mem);
   const bool expect_padded = std::is_same_v<T, __half> && k.padded;
-  EXPECT_EQ(asked > 0, expect_padded) << "scratch asked for " << asked << " bytes: " << name;
+  const bool aligned = k.n % 8 == 0 && k.k % 8 == 0 && (!k.ta || k.m % 8 == 0) && k.ldc_extra == 0;
+  if (!with_bias) {
+    EXPECT_TRUE(fused) << name;
+    EXPECT_EQ(asked > 0, expect_padded) << "scratch asked for " << asked << " bytes: " << name;
+  } else if (expect_padded || aligned) {
+    EXPECT_TRUE(fused) << "bias not fused: " << name;
+  }
+  const bool add_bias = with_bias && fused;  // unfused, the caller adds it afterwards
 
   const std::vector<T> c = dc.download(c0.size());
   // Bound: FP32 accumulation (at most 2 ulps of 2^-24 per add, the tensor cores truncating) over the sum of |terms|,
@@ -101,7 +110,8 @@ void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
         bad += got != kSentinel;
         continue;
       }
-      double ref = k.beta * to_f(c0[size_t(i * p.ldc + j)]), s = std::abs(ref);
+      double ref = k.beta * to_f(c0[size_t(i * p.ldc + j)]) + (add_bias ? to_f(bias[size_t(j)]) : 0.0);
+      double s = std::abs(ref);
       for (int64_t l = 0; l < k.k; ++l) {
         const double x = to_f(a[size_t(k.ta ? l * k.m + i : i * k.k + l)]);
         const double y = to_f(b[size_t(k.tb ? j * k.k + l : l * k.n + j)]);
@@ -117,8 +127,10 @@ void check_case(const Case& k, cublasHandle_t handle, uint64_t seed) {
 
 TEST(GemmCudaGpu, MatchesDoubleReference) {
   CNN_REQUIRE_GPU();
-  cublasHandle_t handle;
-  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  cublasHandle_t blas;
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
   // SLaK-like row lengths (249, 996, 124, 499): the forward, input-gradient and weight-gradient forms, both
   // transposes with zero rows added to K, beta = 1 (C read through its padded copy); aligned, small and strided ones
   // run as they are.
@@ -127,11 +139,13 @@ TEST(GemmCudaGpu, MatchesDoubleReference) {
                         {1000, 996, 249, false, true, 1.0, 0, true}, {512, 256, 128, false, true, 0.0, 0, false},
                         {16, 9, 7, false, false, 1.0, 0, false},     {1000, 249, 128, false, true, 0.0, 11, false}};
   uint64_t seed = 70;
-  for (const Case& k : cases) {
-    check_case<__half>(k, handle, seed++);
-    check_case<float>(k, handle, seed++);
-  }
-  cublasDestroy(handle);
+  for (const Case& k : cases)
+    for (bool with_bias : {false, true}) {
+      check_case<__half>(k, blas, lt, with_bias, seed++);
+      check_case<float>(k, blas, lt, with_bias, seed++);
+    }
+  cublasLtDestroy(lt);
+  cublasDestroy(blas);
 }
 
 }  // namespace
