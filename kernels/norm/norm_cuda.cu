@@ -2,10 +2,11 @@
 // gradient column sums likewise, ordered combines, elementwise apply): kernels, then launchers, then the exported
 // entries. FP32 arithmetic for f32 and f16 data.
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
-#include "core/cuda_pack.cuh"
 #include "kernels/norm/norm_cuda.h"
 #include "kernels/norm/welford.h"
 
@@ -65,30 +66,65 @@ void dispatch_act(NormAct act, F&& f) {
   throw Error(str_cat("batchnorm: invalid activation ", int(act)));
 }
 
-// Loads / stores kN consecutive elements as floats: one element, or one 16-byte pack (core/cuda_pack.cuh).
+// The word that moves kBytes at once.
+template <int kBytes>
+struct Word;
+template <>
+struct Word<16> { using type = uint4; };
+template <>
+struct Word<8> { using type = uint2; };
+template <>
+struct Word<4> { using type = unsigned; };
+template <>
+struct Word<2> { using type = unsigned short; };
+
+// Loads / stores kN consecutive elements as floats in one access of kN elements (16, 8, 4 or 2 bytes; the pointer
+// aligned to it). Plain accesses: outputs may alias inputs.
 template <int kN, class T>
 __device__ __forceinline__ void load_n(const T* p, float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    v[0] = widen(*p);
-  } else {
-    cuda::load_pack(p, v);
-  }
+  using W = typename Word<kN * int(sizeof(T))>::type;
+  const W w = *reinterpret_cast<const W*>(p);
+  const T* e = reinterpret_cast<const T*>(&w);
+#pragma unroll
+  for (int k = 0; k < kN; ++k) v[k] = widen(e[k]);
 }
 template <int kN, class T>
 __device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    *p = device_cast<T>(v[0]);
-  } else {
-    cuda::store_pack(p, v);
+  using W = typename Word<kN * int(sizeof(T))>::type;
+  W w;
+  T* e = reinterpret_cast<T*>(&w);
+#pragma unroll
+  for (int k = 0; k < kN; ++k) e[k] = device_cast<T>(v[k]);
+  *reinterpret_cast<W*>(p) = w;
+}
+
+// The lowest power of two (at most 16) dividing every non-null pointer's address.
+template <class... P>
+int common_alignment(const P*... ptrs) {
+  uintptr_t bits = 16;
+  ((bits |= ptrs ? reinterpret_cast<uintptr_t>(ptrs) : 0), ...);
+  return int(bits & (~bits + 1));
+}
+
+// f(kN) with the widest channel pack, in elements, that one access moves: 16, 8 or 4 bytes where C and the pointers'
+// alignment allow, else one element. SLaK's channel counts get 8-byte packs at 124 and 4-byte ones at 998 (FP16)
+// instead of one element per access.
+template <class T, class F>
+void with_pack(int64_t c, int align, F&& f) {
+  constexpr int e = int(sizeof(T));
+  if (c % (16 / e) == 0 && align >= 16) return f(std::integral_constant<int, 16 / e>{});
+  if (c % (8 / e) == 0 && align >= 8) return f(std::integral_constant<int, 8 / e>{});
+  if constexpr (e < 4) {
+    if (c % (4 / e) == 0 && align >= 4) return f(std::integral_constant<int, 4 / e>{});
   }
+  f(std::integral_constant<int, 1>{});
 }
 
 enum class ColMode { welford, grad_channel_stats, grad_row_stats };
 
 constexpr int kColUnroll = 4;  // rows loaded before they are accumulated: four loads in flight per thread
 
-// Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (one 16-byte pack
-// when C and the pointers allow, else kN = 1):
+// Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (with_pack):
 //   welford: (mean, m2) of act(a) over the chunk (one pass, kernels/norm/welford.h);  grad_*: sums (a * xhat, a)
 //   with a = dy, xhat from act(b), b = x, and per-channel (BatchNorm) or per-row (LayerNorm) statistics.
 // The rows are accumulated in order; kColUnroll of them are loaded first so that the loads overlap.
@@ -235,8 +271,7 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* 
   rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
 }
 
-// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (kN = Pack<T>::kN when C % kN == 0 and the
-// pointers are aligned, else 1). Thread t keeps one pack, channel pack t % packs, for rows t / packs, + row_step, ...
+// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (with_pack). Thread t keeps one pack, channel pack t % packs, for rows t / packs, + row_step, ...
 // (row_step * packs threads in all), so its per-channel coefficients are computed once into registers and each
 // element costs its loads and a few FMAs: the passes run at memory speed.
 struct RowWalk {
@@ -377,14 +412,12 @@ void launch_row_walk(Kernel kernel, const NormParams& p, cudaStream_t s, Args...
 template <class T, ColMode M, NormAct A = NormAct::none>
 void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
                            float* part0, float* part1, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
   const unsigned chunks = unsigned(chunk_count(p.rows));
-  if (p.c % kN == 0 && cuda::packs_ok(a, b))
+  with_pack<T>(p.c, common_alignment(a, b), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     column_partial_kernel<T, M, A, kN><<<dim3(col_blocks(p.c / kN), chunks), col_threads(p.c / kN), 0, s>>>(
         a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
-  else
-    column_partial_kernel<T, M, A, 1><<<dim3(col_blocks(p.c), chunks), col_threads(p.c), 0, s>>>(
-        a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
+  });
   CNN_CHECK_LAUNCH("norm column partial sums");
 }
 
@@ -397,28 +430,25 @@ Ws split(float* ws, const NormParams& p) {
   return {ws, ws + pc, ws + 2 * pc, ws + 2 * pc + p.c};
 }
 
-// The elementwise BatchNorm passes, on packs when C and the pointers allow (batchnorm_forward_kernel).
+// The elementwise BatchNorm passes, on the widest packs C and the pointers allow (batchnorm_forward_kernel).
 template <class T, NormAct A>
 void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd,
                        const T* residual, T* y, const NormParams& p, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y))
+  with_pack<T>(p.c, common_alignment(x, residual, y), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_forward_kernel<T, kN, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
-  else
-    launch_row_walk<1>(batchnorm_forward_kernel<T, 1, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
+  });
   CNN_CHECK_LAUNCH("batchnorm_forward");
 }
 
 template <class T, NormAct A>
 void launch_bn_backward_dx(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, const Ws& w,
                            T* dx, const NormParams& p, bool training, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx))
+  with_pack<T>(p.c, common_alignment(dy, x, dx), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_backward_dx_kernel<T, kN, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
                         training);
-  else
-    launch_row_walk<1>(batchnorm_backward_dx_kernel<T, 1, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
-                       training);
+  });
   CNN_CHECK_LAUNCH("batchnorm_backward dx");
 }
 
