@@ -2,11 +2,10 @@
 // gradient column sums likewise, ordered combines, elementwise apply): kernels, then launchers, then the exported
 // entries. FP32 arithmetic for f32 and f16 data.
 #include <algorithm>
-#include <cstdint>
-#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "core/cuda_pack.cuh"
 #include "kernels/norm/norm_cuda.h"
 #include "kernels/norm/welford.h"
 
@@ -66,60 +65,6 @@ void dispatch_act(NormAct act, F&& f) {
   throw Error(str_cat("batchnorm: invalid activation ", int(act)));
 }
 
-// The word that moves kBytes at once.
-template <int kBytes>
-struct Word;
-template <>
-struct Word<16> { using type = uint4; };
-template <>
-struct Word<8> { using type = uint2; };
-template <>
-struct Word<4> { using type = unsigned; };
-template <>
-struct Word<2> { using type = unsigned short; };
-
-// Loads / stores kN consecutive elements as floats in one access of kN elements (16, 8, 4 or 2 bytes; the pointer
-// aligned to it). Plain accesses: outputs may alias inputs.
-template <int kN, class T>
-__device__ __forceinline__ void load_n(const T* p, float (&v)[kN]) {
-  using W = typename Word<kN * int(sizeof(T))>::type;
-  const W w = *reinterpret_cast<const W*>(p);
-  const T* e = reinterpret_cast<const T*>(&w);
-#pragma unroll
-  for (int k = 0; k < kN; ++k) v[k] = widen(e[k]);
-}
-template <int kN, class T>
-__device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
-  using W = typename Word<kN * int(sizeof(T))>::type;
-  W w;
-  T* e = reinterpret_cast<T*>(&w);
-#pragma unroll
-  for (int k = 0; k < kN; ++k) e[k] = device_cast<T>(v[k]);
-  *reinterpret_cast<W*>(p) = w;
-}
-
-// The lowest power of two (at most 16) dividing every non-null pointer's address.
-template <class... P>
-int common_alignment(const P*... ptrs) {
-  uintptr_t bits = 16;
-  ((bits |= ptrs ? reinterpret_cast<uintptr_t>(ptrs) : 0), ...);
-  return int(bits & (~bits + 1));
-}
-
-// f(kN) with the widest channel pack, in elements, that one access moves: 16, 8 or 4 bytes where C and the pointers'
-// alignment allow, else one element. SLaK's channel counts get 8-byte packs at 124 and 4-byte ones at 998 (FP16)
-// instead of one element per access.
-template <class T, class F>
-void with_pack(int64_t c, int align, F&& f) {
-  constexpr int e = int(sizeof(T));
-  if (c % (16 / e) == 0 && align >= 16) return f(std::integral_constant<int, 16 / e>{});
-  if (c % (8 / e) == 0 && align >= 8) return f(std::integral_constant<int, 8 / e>{});
-  if constexpr (e < 4) {
-    if (c % (4 / e) == 0 && align >= 4) return f(std::integral_constant<int, 4 / e>{});
-  }
-  f(std::integral_constant<int, 1>{});
-}
-
 enum class ColMode { welford, grad_channel_stats, grad_row_stats };
 
 constexpr int kColUnroll = 4;  // rows loaded before they are accumulated: four loads in flight per thread
@@ -170,16 +115,16 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
     float v[kColUnroll][kN], xb[kColUnroll][kN];
 #pragma unroll
     for (int u = 0; u < kColUnroll; ++u) {
-      load_n<kN>(a + (r + u) * c + ch0, v[u]);
-      if constexpr (kGrad) load_n<kN>(b + (r + u) * c + ch0, xb[u]);
+      cuda::load_n<kN>(a + (r + u) * c + ch0, v[u]);
+      if constexpr (kGrad) cuda::load_n<kN>(b + (r + u) * c + ch0, xb[u]);
     }
 #pragma unroll
     for (int u = 0; u < kColUnroll; ++u) accumulate(r + u, v[u], xb[u]);
   }
   for (; r < r1; ++r) {
     float v[kN], xb[kN];
-    load_n<kN>(a + r * c + ch0, v);
-    if constexpr (kGrad) load_n<kN>(b + r * c + ch0, xb);
+    cuda::load_n<kN>(a + r * c + ch0, v);
+    if constexpr (kGrad) cuda::load_n<kN>(b + r * c + ch0, xb);
     accumulate(r, v, xb);
   }
 #pragma unroll
@@ -299,11 +244,11 @@ __global__ void batchnorm_forward_kernel(const T* __restrict__ x, const T* __res
   for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
     const int64_t i = r * w.c + ch0;
     float v[kN], res[kN] = {};
-    load_n<kN>(x + i, v);
-    if (residual != nullptr) load_n<kN>(residual + i, res);
+    cuda::load_n<kN>(x + i, v);
+    if (residual != nullptr) cuda::load_n<kN>(residual + i, res);
 #pragma unroll
     for (int k = 0; k < kN; ++k) v[k] = (act_value<A>(v[k]) - mu[k]) * scale[k] + shift[k] + res[k];
-    store_n<kN>(y + i, v);
+    cuda::store_n<kN>(y + i, v);
   }
 }
 
@@ -332,14 +277,14 @@ __global__ void batchnorm_backward_dx_kernel(const T* __restrict__ dy, const T* 
   for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
     const int64_t i = r * w.c + ch0;
     float d[kN], xv[kN] = {};
-    load_n<kN>(dy + i, d);
-    if (need_x) load_n<kN>(x + i, xv);
+    cuda::load_n<kN>(dy + i, d);
+    if (need_x) cuda::load_n<kN>(x + i, xv);
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
       d[k] = g[k] * d[k] + slope[k] * (act_value<A>(xv[k]) - mu[k]) + offset[k];
       if constexpr (A != NormAct::none) d[k] *= act_grad<A>(xv[k]);
     }
-    store_n<kN>(dx + i, d);
+    cuda::store_n<kN>(dx + i, d);
   }
 }
 
@@ -413,7 +358,7 @@ template <class T, ColMode M, NormAct A = NormAct::none>
 void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
                            float* part0, float* part1, cudaStream_t s) {
   const unsigned chunks = unsigned(chunk_count(p.rows));
-  with_pack<T>(p.c, common_alignment(a, b), [&](auto pack) {
+  cuda::with_pack<T>(p.c, cuda::common_alignment(a, b), [&](auto pack) {
     constexpr int kN = decltype(pack)::value;
     column_partial_kernel<T, M, A, kN><<<dim3(col_blocks(p.c / kN), chunks), col_threads(p.c / kN), 0, s>>>(
         a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
@@ -434,7 +379,7 @@ Ws split(float* ws, const NormParams& p) {
 template <class T, NormAct A>
 void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd,
                        const T* residual, T* y, const NormParams& p, cudaStream_t s) {
-  with_pack<T>(p.c, common_alignment(x, residual, y), [&](auto pack) {
+  cuda::with_pack<T>(p.c, cuda::common_alignment(x, residual, y), [&](auto pack) {
     constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_forward_kernel<T, kN, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
   });
@@ -444,7 +389,7 @@ void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* m
 template <class T, NormAct A>
 void launch_bn_backward_dx(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, const Ws& w,
                            T* dx, const NormParams& p, bool training, cudaStream_t s) {
-  with_pack<T>(p.c, common_alignment(dy, x, dx), [&](auto pack) {
+  cuda::with_pack<T>(p.c, cuda::common_alignment(dy, x, dx), [&](auto pack) {
     constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_backward_dx_kernel<T, kN, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
                         training);
