@@ -216,9 +216,10 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* 
   rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
 }
 
-// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (with_pack). Thread t keeps one pack, channel pack t % packs, for rows t / packs, + row_step, ...
-// (row_step * packs threads in all), so its per-channel coefficients are computed once into registers and each
-// element costs its loads and a few FMAs: the passes run at memory speed.
+// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (cuda::with_pack). Thread t keeps one pack,
+// channel pack t % packs, for rows t / packs, + row_step, ... (row_step * packs threads in all), so its per-channel
+// coefficients are computed once into registers and each element costs its loads and a few FMAs: the passes run at
+// memory speed.
 struct RowWalk {
   int64_t rows, c, row_step;
 };
