@@ -40,20 +40,24 @@ __device__ __forceinline__ void store_pack(T* p, const float (&f)[Pack<T>::kN]) 
 template <int kBytes>
 struct Word;
 template <>
-struct Word<16> {
-  using type = uint4;
-};
-template <>
-struct Word<8> {
-  using type = uint2;
-};
-template <>
-struct Word<4> {
-  using type = unsigned;
+struct Word<1> {
+  using type = uint8_t;
 };
 template <>
 struct Word<2> {
-  using type = unsigned short;
+  using type = uint16_t;
+};
+template <>
+struct Word<4> {
+  using type = uint32_t;
+};
+template <>
+struct Word<8> {
+  using type = uint64_t;
+};
+template <>
+struct Word<16> {
+  using type = uint4;
 };
 
 // Loads / stores kN consecutive elements as floats in one access of kN elements (16, 8, 4 or 2 bytes; the pointer
