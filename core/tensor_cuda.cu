@@ -14,25 +14,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-template <int kBytes>
-struct Word;
-template <>
-struct Word<1> {
-  using type = uint8_t;
-};
-template <>
-struct Word<2> {
-  using type = uint16_t;
-};
-template <>
-struct Word<4> {
-  using type = uint32_t;
-};
-template <>
-struct Word<8> {
-  using type = uint64_t;
-};
-
 template <class W>
 __global__ void strided_copy_kernel(const W* __restrict__ src, W* __restrict__ dst, StridedCopy p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.numel; i += int64_t(gridDim.x) * blockDim.x) {
@@ -100,7 +81,7 @@ __global__ void axpy_kernel(const T* x, T* y, int64_t n, A alpha) {  // x may al
 
 template <int kBytes>
 void launch_strided_copy(const void* src, void* dst, const StridedCopy& p, cudaStream_t s) {
-  using W = typename Word<kBytes>::type;
+  using W = typename cuda::Word<kBytes>::type;
   strided_copy_kernel<W><<<grid_for(p.numel, kBlock), kBlock, 0, s>>>(static_cast<const W*>(src),
                                                                       static_cast<W*>(dst), p);
   CNN_CHECK_LAUNCH("strided_copy_kernel");
@@ -108,7 +89,7 @@ void launch_strided_copy(const void* src, void* dst, const StridedCopy& p, cudaS
 
 template <int kBytes>
 void launch_fill(void* dst, uint64_t value, int64_t n, cudaStream_t s) {
-  using W = typename Word<kBytes>::type;
+  using W = typename cuda::Word<kBytes>::type;
   fill_kernel<W><<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<W*>(dst), W(value), n);
   CNN_CHECK_LAUNCH("fill_kernel");
 }

@@ -65,30 +65,11 @@ void dispatch_act(NormAct act, F&& f) {
   throw Error(str_cat("batchnorm: invalid activation ", int(act)));
 }
 
-// Loads / stores kN consecutive elements as floats: one element, or one 16-byte pack (core/cuda_pack.cuh).
-template <int kN, class T>
-__device__ __forceinline__ void load_n(const T* p, float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    v[0] = widen(*p);
-  } else {
-    cuda::load_pack(p, v);
-  }
-}
-template <int kN, class T>
-__device__ __forceinline__ void store_n(T* p, const float (&v)[kN]) {
-  if constexpr (kN == 1) {
-    *p = device_cast<T>(v[0]);
-  } else {
-    cuda::store_pack(p, v);
-  }
-}
-
 enum class ColMode { welford, grad_channel_stats, grad_row_stats };
 
 constexpr int kColUnroll = 4;  // rows loaded before they are accumulated: four loads in flight per thread
 
-// Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (one 16-byte pack
-// when C and the pointers allow, else kN = 1):
+// Partial column statistics over one row chunk (blockIdx.y), kN consecutive channels per thread (with_pack):
 //   welford: (mean, m2) of act(a) over the chunk (one pass, kernels/norm/welford.h);  grad_*: sums (a * xhat, a)
 //   with a = dy, xhat from act(b), b = x, and per-channel (BatchNorm) or per-row (LayerNorm) statistics.
 // The rows are accumulated in order; kColUnroll of them are loaded first so that the loads overlap.
@@ -134,16 +115,16 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
     float v[kColUnroll][kN], xb[kColUnroll][kN];
 #pragma unroll
     for (int u = 0; u < kColUnroll; ++u) {
-      load_n<kN>(a + (r + u) * c + ch0, v[u]);
-      if constexpr (kGrad) load_n<kN>(b + (r + u) * c + ch0, xb[u]);
+      cuda::load_n<kN>(a + (r + u) * c + ch0, v[u]);
+      if constexpr (kGrad) cuda::load_n<kN>(b + (r + u) * c + ch0, xb[u]);
     }
 #pragma unroll
     for (int u = 0; u < kColUnroll; ++u) accumulate(r + u, v[u], xb[u]);
   }
   for (; r < r1; ++r) {
     float v[kN], xb[kN];
-    load_n<kN>(a + r * c + ch0, v);
-    if constexpr (kGrad) load_n<kN>(b + r * c + ch0, xb);
+    cuda::load_n<kN>(a + r * c + ch0, v);
+    if constexpr (kGrad) cuda::load_n<kN>(b + r * c + ch0, xb);
     accumulate(r, v, xb);
   }
 #pragma unroll
@@ -235,10 +216,10 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ rm, const float* 
   rstd[ch] = 1.0f / sqrtf(rv[ch] + eps);
 }
 
-// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (kN = Pack<T>::kN when C % kN == 0 and the
-// pointers are aligned, else 1). Thread t keeps one pack, channel pack t % packs, for rows t / packs, + row_step, ...
-// (row_step * packs threads in all), so its per-channel coefficients are computed once into registers and each
-// element costs its loads and a few FMAs: the passes run at memory speed.
+// BatchNorm's elementwise passes over (rows, C) in kN-channel packs (cuda::with_pack). Thread t keeps one pack,
+// channel pack t % packs, for rows t / packs, + row_step, ... (row_step * packs threads in all), so its per-channel
+// coefficients are computed once into registers and each element costs its loads and a few FMAs: the passes run at
+// memory speed.
 struct RowWalk {
   int64_t rows, c, row_step;
 };
@@ -264,11 +245,11 @@ __global__ void batchnorm_forward_kernel(const T* __restrict__ x, const T* __res
   for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
     const int64_t i = r * w.c + ch0;
     float v[kN], res[kN] = {};
-    load_n<kN>(x + i, v);
-    if (residual != nullptr) load_n<kN>(residual + i, res);
+    cuda::load_n<kN>(x + i, v);
+    if (residual != nullptr) cuda::load_n<kN>(residual + i, res);
 #pragma unroll
     for (int k = 0; k < kN; ++k) v[k] = (act_value<A>(v[k]) - mu[k]) * scale[k] + shift[k] + res[k];
-    store_n<kN>(y + i, v);
+    cuda::store_n<kN>(y + i, v);
   }
 }
 
@@ -297,14 +278,14 @@ __global__ void batchnorm_backward_dx_kernel(const T* __restrict__ dy, const T* 
   for (int64_t r = t / packs; r < w.rows; r += w.row_step) {
     const int64_t i = r * w.c + ch0;
     float d[kN], xv[kN] = {};
-    load_n<kN>(dy + i, d);
-    if (need_x) load_n<kN>(x + i, xv);
+    cuda::load_n<kN>(dy + i, d);
+    if (need_x) cuda::load_n<kN>(x + i, xv);
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
       d[k] = g[k] * d[k] + slope[k] * (act_value<A>(xv[k]) - mu[k]) + offset[k];
       if constexpr (A != NormAct::none) d[k] *= act_grad<A>(xv[k]);
     }
-    store_n<kN>(dx + i, d);
+    cuda::store_n<kN>(dx + i, d);
   }
 }
 
@@ -377,14 +358,12 @@ void launch_row_walk(Kernel kernel, const NormParams& p, cudaStream_t s, Args...
 template <class T, ColMode M, NormAct A = NormAct::none>
 void launch_column_partial(const T* a, const T* b, const float* mean, const float* rstd, const NormParams& p,
                            float* part0, float* part1, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
   const unsigned chunks = unsigned(chunk_count(p.rows));
-  if (p.c % kN == 0 && cuda::packs_ok(a, b))
+  cuda::with_pack<T>(p.c, cuda::common_alignment(a, b), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     column_partial_kernel<T, M, A, kN><<<dim3(col_blocks(p.c / kN), chunks), col_threads(p.c / kN), 0, s>>>(
         a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
-  else
-    column_partial_kernel<T, M, A, 1><<<dim3(col_blocks(p.c), chunks), col_threads(p.c), 0, s>>>(
-        a, b, mean, rstd, p.rows, p.c, rows_per_chunk(p.rows), part0, part1);
+  });
   CNN_CHECK_LAUNCH("norm column partial sums");
 }
 
@@ -397,28 +376,25 @@ Ws split(float* ws, const NormParams& p) {
   return {ws, ws + pc, ws + 2 * pc, ws + 2 * pc + p.c};
 }
 
-// The elementwise BatchNorm passes, on packs when C and the pointers allow (batchnorm_forward_kernel).
+// The elementwise BatchNorm passes, on the widest packs C and the pointers allow (batchnorm_forward_kernel).
 template <class T, NormAct A>
 void launch_bn_forward(const T* x, const T* gamma, const T* beta, const float* mean, const float* rstd,
                        const T* residual, T* y, const NormParams& p, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(x, residual, y))
+  cuda::with_pack<T>(p.c, cuda::common_alignment(x, residual, y), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_forward_kernel<T, kN, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
-  else
-    launch_row_walk<1>(batchnorm_forward_kernel<T, 1, A>, p, s, x, gamma, beta, mean, rstd, residual, y);
+  });
   CNN_CHECK_LAUNCH("batchnorm_forward");
 }
 
 template <class T, NormAct A>
 void launch_bn_backward_dx(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, const Ws& w,
                            T* dx, const NormParams& p, bool training, cudaStream_t s) {
-  constexpr int kN = cuda::Pack<T>::kN;
-  if (p.c % kN == 0 && cuda::packs_ok(dy, x, dx))
+  cuda::with_pack<T>(p.c, cuda::common_alignment(dy, x, dx), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
     launch_row_walk<kN>(batchnorm_backward_dx_kernel<T, kN, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
                         training);
-  else
-    launch_row_walk<1>(batchnorm_backward_dx_kernel<T, 1, A>, p, s, dy, x, gamma, mean, rstd, w.sum0, w.sum1, dx,
-                       training);
+  });
   CNN_CHECK_LAUNCH("batchnorm_backward dx");
 }
 

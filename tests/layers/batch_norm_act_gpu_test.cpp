@@ -1,7 +1,8 @@
 // ops::batch_norm_act on cuda:0 (the fused kernels) against the CPU's separate ops (act, batch_norm, add): output,
 // dx, dgamma, dbeta and the residual's gradient; relu and gelu, with and without a residual, training and eval, f32
-// and f16; C = 72 (16-byte packs) and C = 75 (element path), 2*17*13 = 442 rows, and 2*257*131 = 67334 rows (the
-// statistics' row chunks at their cap, with a short last chunk) on values offset by 50 (one-pass Welford).
+// and f16; C = 72 (16-byte packs), 76 (f16: 8-byte packs), 74 (f16: 4-byte, f32: 8-byte packs) and 75 (one element
+// per access), 2*17*13 = 442 rows, and 2*257*131 = 67334 rows (the statistics' row chunks at their cap, with a short
+// last chunk) on values offset by 50 (one-pass Welford).
 #include <gtest/gtest.h>
 
 #include "layers/batch_norm_act.h"
@@ -22,7 +23,7 @@ TEST_P(BatchNormActGpu, MatchesTheSeparateOpsOnTheCpu) {
   for (NormAct act : {NormAct::relu, NormAct::gelu}) {
     for (bool residual : {false, true}) {
       for (bool training : {true, false}) {
-        for (int64_t c : {int64_t(72), int64_t(75)}) {
+        for (int64_t c : {int64_t(72), int64_t(76), int64_t(74), int64_t(75)}) {
           auto op = [act, residual, training](Tape* tp, const V& in) {
             const Device d = in[0].device();
             Tensor rm = Tensor::full({in[0].size(-1)}, 0.1, DType::f32, d),

@@ -155,9 +155,12 @@ TEST_P(LayersGpu, GeluScaleDropPathPool) {
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::gelu(tp, in[0]); },
                                     {test::random_input({3, 1001}, 1, true, -5, 5)},
                                     test::gpu_compare_options(t, 4e-6, 2e-3)));
-  EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mul(tp, in[0], in[1]); },
-                                    {test::random_input({2, 5, 6, 72}, 2), test::random_input({72}, 3)},
-                                    test::gpu_compare_options(t, 1e-5, 2e-2)));
+  // A per-channel scale at C = 72 (16-byte packs), 76 (f16: 8-byte), 74 (f16: 4-byte, f32: 8-byte), 75 (elements).
+  for (int64_t c : {int64_t(72), int64_t(76), int64_t(74), int64_t(75)})
+    EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mul(tp, in[0], in[1]); },
+                                      {test::random_input({2, 5, 6, c}, 2), test::random_input({c}, 3)},
+                                      test::gpu_compare_options(t, 1e-5, 2e-2)))
+        << "C " << c;
   // Drop-path masks are bitwise equal on both devices (same Philox draws); scaling is exact up to one rounding.
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::drop_path(tp, in[0], 0.3, 17, 5, 9); },
                                     {test::random_input({33, 3, 4, 8}, 4)}, test::gpu_compare_options(t, 1e-6, 2e-3)));
