@@ -156,6 +156,8 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
   check_case(same(2, 9, 7, 40, 29, 29), seed++, 0, true);                   // output narrower than 8: T1
   check_case(same(1, 17, 20, 136, 11, 11), seed++, 0, true);                // T2, three channel blocks
+  check_case(same(2, 8, 8, 998, 5, 5), seed++, 0, false);                   // even C, 8 rows: tiled direct, 2 per lane
+  check_case(same(1, 5, 7, 75, 3, 3), seed++, 0, false);                    // odd C, 5 rows: tiled direct, 8-row tile
 }
 
 // pad=off keeps odd channel counts on the direct kernels (padded plans are the default, above).
@@ -175,6 +177,9 @@ TEST(DwconvFp16Gpu, MisalignedPointersMatch) {
   // 4- and 8-byte aligned: the backward-filter tile kernel stages with 4- and 8-byte copies.
   check_case(same(1, 17, 34, 72, 7, 7), 79, 2, false);
   check_case(same(2, 17, 34, 72, 5, 5), 80, 4, false);
+  // The tiled direct kernel at an even C: one channel per lane when 2-byte aligned, two when 4-byte aligned.
+  check_case(same(2, 8, 8, 998, 5, 5), 81, 1, false);
+  check_case(same(2, 8, 8, 998, 5, 5), 82, 2, false);
 }
 
 TEST(DwconvFp16Gpu, LargerShapesMatchReference) {
@@ -219,9 +224,11 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       launch_dwconv_direct_f16_forward(s, w, b, d, g, true, nullptr);
     });
     if (direct_tile_supports(gf) && direct_tile_supports(gb))
-      kernels.emplace_back("direct tile", [](auto s, auto w, auto b, auto d, const auto& g) {
-        launch_dwconv_direct_tile_f16(s, w, b, d, g, nullptr);
-      });
+      for (int ch = 1; ch <= direct_tile_lane_channels(p.c, true, 16); ++ch)
+        kernels.emplace_back("direct tile lanes=32x" + std::to_string(ch),
+                             [ch](auto s, auto w, auto b, auto d, const auto& g) {
+                               launch_dwconv_direct_tile_f16(s, w, b, d, g, ch, nullptr);
+                             });
     if (p.fw <= kCcMaxFw)
       for (int groups : {1, 2, 4})
         kernels.emplace_back("cuda-core groups=" + std::to_string(groups),
@@ -257,6 +264,44 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed - 1);
       expect_forward_style_match(p, ref, y, dx, name);
+    }
+  }
+}
+
+// The tiled direct kernel on both lane widths, launched directly in the forward and backward-data geometries: even
+// C on one and two channels per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps
+// of at most 8 rows (8x8, 5x7, 6x9: 8-row tiles) and taller (17x13, 19x40: 16-row tiles, several row and column
+// tiles), 3x3 to 7x7 filters, an even filter with asymmetric padding and a padding that crops. Two channels per lane
+// must give the same bits as one (the same FMAs in the same order, one rounding per output).
+TEST(DwconvFp16Gpu, DirectTileKernelMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 9600;
+  for (const Case& k :
+       {same(2, 8, 8, 998, 5, 5), same(1, 5, 7, 74, 3, 3), same(2, 17, 13, 74, 5, 5), same(1, 8, 8, 249, 5, 5),
+        same(1, 5, 7, 75, 7, 7), same(2, 17, 13, 249, 5, 5), same(1, 19, 40, 998, 3, 3),
+        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5}}) {
+    const DwconvParams p = k.params();
+    const HalfData d = f16test::make_data(p, seed++);
+    const f16test::References ref = f16test::references(p, d);
+    DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
+    x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
+    std::vector<Half> y1, dx1;  // one channel per lane
+    for (int ch = 1; ch <= direct_tile_lane_channels(p.c, true, 16); ++ch) {
+      y.poison(), dx.poison();
+      launch_dwconv_direct_tile_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), ch, nullptr);
+      launch_dwconv_direct_tile_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), ch,
+                                    nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::string name = "direct tile lanes=32x" + std::to_string(ch) + " " + p.str();
+      expect_forward_style_match(p, ref, y, dx, name);
+      const std::vector<Half> yh = y.download<Half>(), dxh = dx.download<Half>();
+      if (ch == 1) {
+        y1 = yh, dx1 = dxh;
+        continue;
+      }
+      for (size_t i = 0; i < yh.size(); ++i) ASSERT_EQ(yh[i].bits, y1[i].bits) << "forward at " << i << " " << name;
+      for (size_t i = 0; i < dxh.size(); ++i)
+        ASSERT_EQ(dxh[i].bits, dx1[i].bits) << "backward-data at " << i << " " << name;
     }
   }
 }

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -177,6 +179,8 @@ const std::vector<Case>& awkward_cases() {
       same(2, 15, 12, 499, 51, 5),
       same(1, 1, 1, 36, 3, 3),                       // 1x1 map
       same(3, 40, 70, 100, 17, 17),                  // C % 32 != 0 with the vector path, several tiles
+      same(2, 8, 8, 998, 5, 5),                      // even C % 4 != 0, 8 rows: the tiled kernel, 2 channels per lane
+      same(1, 5, 7, 75, 3, 3),                       // odd C, 5 rows: the tiled kernel, 1 channel per lane
   };
   return cases;
 }
@@ -201,6 +205,9 @@ TEST(DwconvGpu, MisalignedPointersTakeDirectPathAndMatch) {
   CNN_REQUIRE_GPU();
   run_forward_and_backward_data(same(1, 17, 34, 72, 7, 7), 77, 1);
   run_forward_and_backward_data(same(2, 17, 34, 64, 13, 13), 78, 2);
+  // The tiled kernel at an even C: one channel per lane when 4-byte aligned, two when 8-byte aligned.
+  run_forward_and_backward_data(same(2, 8, 8, 998, 5, 5), 79, 1);
+  run_forward_and_backward_data(same(2, 8, 8, 998, 5, 5), 80, 2);
 }
 
 TEST(DwconvGpu, LargerShapeMatchesReference) {
@@ -237,10 +244,16 @@ TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
   }
 }
 
+// Outputs of a forward-style kernel in the forward and the backward-data geometry.
+struct ForwardStyleOutputs {
+  std::vector<float> y, dx;
+};
+
 // Runs launch(src, w, bias, dst, geometry) on case k in the forward and the stride-1 backward-data geometry (outputs
-// NaN-poisoned first) and compares both against the FP64 references.
+// NaN-poisoned first) and compares both against the FP64 references; the outputs go to `out` where it is not null.
 template <class Launch>
-void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string& what, Launch&& launch) {
+void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string& what, Launch&& launch,
+                                ForwardStyleOutputs* out = nullptr) {
   const DwconvParams p = params_of(k);
   const ForwardStyleData fd = forward_style_data(p, seed);
   DeviceFloats x_d(p.x_elems()), w_d(p.w_elems()), b_d(p.c), y_d(p.y_elems()), dy_d(p.y_elems()), dx_d(p.x_elems());
@@ -251,8 +264,43 @@ void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string&
   launch(dy_d.get(), w_d.get(), nullptr, dx_d.get(), backward_data_geometry_stride1(p));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what << " " << p.str();
   const std::string name = what + " " + p.str() + " seed=" + std::to_string(seed);
-  expect_close(download(y_d, p.y_elems()), fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
-  expect_close(download(dx_d, p.x_elems()), fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+  std::vector<float> y = download(y_d, p.y_elems()), dx = download(dx_d, p.x_elems());
+  expect_close(y, fd.y_ref, fd.y_mag, p.fh * p.fw + 1, "forward " + name);
+  expect_close(dx, fd.dx_ref, fd.dx_mag, p.fh * p.fw, "backward-data " + name);
+  if (out != nullptr) out->y = std::move(y), out->dx = std::move(dx);
+}
+
+// The tiled direct kernel on both lane widths, launched directly in both geometries: even C on one and two channels
+// per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps of at most 8 rows and
+// taller (FP32 tiles are 8 rows either way: several row tiles at 17 and 19), 3x3 to 7x7 filters, an even filter
+// with asymmetric padding and a padding that crops. Two channels per lane must give the same bits as one (the same
+// FMAs in the same order).
+TEST(DwconvGpu, DirectTileKernelMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 9800;
+  for (const Case& k :
+       {same(2, 8, 8, 998, 5, 5), same(1, 5, 7, 74, 3, 3), same(2, 17, 13, 74, 5, 5), same(1, 8, 8, 249, 5, 5),
+        same(1, 5, 7, 75, 7, 7), same(2, 17, 13, 249, 5, 5), same(1, 19, 40, 998, 3, 3),
+        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5}}) {
+    ForwardStyleOutputs one;  // one channel per lane
+    for (int ch = 1; ch <= direct_tile_lane_channels(k.c, false, 16); ++ch) {
+      ForwardStyleOutputs got;
+      const std::string what = "direct tile lanes=32x" + std::to_string(ch);
+      check_forward_style_kernel(
+          k, seed, what,
+          [ch](const float* src, const float* w, const float* b, float* dst, const ConvGeometry& g) {
+            launch_dwconv_direct_tile(src, w, b, dst, g, ch, nullptr);
+          },
+          ch == 1 ? &one : &got);
+      if (ch == 1) continue;
+      const std::string name = what + " " + params_of(k).str();
+      for (size_t i = 0; i < got.y.size(); ++i)
+        ASSERT_EQ(std::memcmp(&got.y[i], &one.y[i], sizeof(float)), 0) << "forward at " << i << " " << name;
+      for (size_t i = 0; i < got.dx.size(); ++i)
+        ASSERT_EQ(std::memcmp(&got.dx[i], &one.dx[i], sizeof(float)), 0) << "backward-data at " << i << " " << name;
+    }
+    ++seed;
+  }
 }
 
 // The FP32 row-sliding kernel (filters up to 3x3), launched directly in both geometries: tiles of 16 rows cut

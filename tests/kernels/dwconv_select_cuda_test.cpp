@@ -71,6 +71,56 @@ TEST(DwconvSelect, AlignmentOfPointers) {
   EXPECT_EQ(alignment_of({nullptr}), 16);
 }
 
+// The tiled direct kernel at SLaK's channel counts: 8-row tiles (one row per warp) for FP32 and on maps of at most
+// 8 rows, 16-row tiles for FP16 on taller maps; two channels per lane at an even C with tensors aligned to two
+// elements. Host only: select queries no device on these shapes.
+TEST(DwconvSelect, DirectTilePlans) {
+  EXPECT_EQ(direct_tile_height(true, 8), 8);
+  EXPECT_EQ(direct_tile_height(true, 9), 16);
+  EXPECT_EQ(direct_tile_height(false, 64), 8);
+  EXPECT_EQ(direct_tile_lane_channels(998, true, 4), 2);
+  EXPECT_EQ(direct_tile_lane_channels(998, true, 2), 1);
+  EXPECT_EQ(direct_tile_lane_channels(998, false, 4), 1);
+  EXPECT_EQ(direct_tile_lane_channels(998, false, 8), 2);
+  EXPECT_EQ(direct_tile_lane_channels(249, true, 16), 1);
+  for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
+    const std::string name = op == DwconvOp::forward ? "fwd" : "bdc",
+                      flipped = op == DwconvOp::forward ? "" : " flipped";
+    const auto path = [&](DType t, const DwconvParams& p, int align = 16) {
+      const Plan plan = select(op, t, p, BfcAccum::fp32, align, Overrides{});
+      EXPECT_TRUE(plan.kernel == Kernel::direct_tile && plan.padded_c == 0) << p.str();
+      return plan_name(op, t, p, BfcAccum::fp32, plan);
+    };
+    const auto tile = [&](const char* dtype, const char* rest) {
+      return name + dtype + " direct tile" + flipped + " F=5x5 tile=" + rest;
+    };
+    const DwconvParams c998 = same_pad(64, 8, 8, 998, 5, 5), c499 = same_pad(64, 16, 16, 499, 5, 5),
+                       c249 = same_pad(64, 32, 32, 249, 5, 5);
+    EXPECT_EQ(path(DType::f16, c998), tile(" f16", "8x8 lanes=32x2 (C % 8 = 6)"));
+    EXPECT_EQ(path(DType::f16, c998, 4), tile(" f16", "8x8 lanes=32x2 (C % 8 = 6)"));
+    EXPECT_EQ(path(DType::f16, c998, 2), tile(" f16", "8x8 lanes=32x1 (C % 8 = 6)"));
+    EXPECT_EQ(path(DType::f16, c499), tile(" f16", "16x16 lanes=32x1 (C % 8 = 3)"));
+    EXPECT_EQ(path(DType::f16, c249), tile(" f16", "16x32 lanes=32x1 (C % 8 = 1)"));
+    EXPECT_EQ(path(DType::f32, c998, 8), tile("", "8x8 lanes=32x2 (C % 4 = 2)"));
+    EXPECT_EQ(path(DType::f32, c998, 4), tile("", "8x8 lanes=32x1 (C % 4 = 2)"));
+    EXPECT_EQ(path(DType::f32, c499), tile("", "8x16 lanes=32x1 (C % 4 = 3)"));
+  }
+}
+
+// Two channels per lane need an even C and tensors aligned to two elements; the launcher refuses them otherwise
+// before touching the device.
+TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
+  alignas(16) static __half h[64];
+  alignas(16) static float f[64];
+  const ConvGeometry even = forward_geometry(same_pad(1, 8, 8, 998, 5, 5));
+  const ConvGeometry odd = forward_geometry(same_pad(1, 8, 8, 249, 5, 5));
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, odd, 2, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, h + 1, h, even, 2, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, even, 3, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f + 1, nullptr, f, even, 2, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, odd, 2, nullptr), cnn::Error);
+}
+
 // The FP32 table: 3x3 row-sliding, 5x5 TMA (8-byte lanes, 16x8 tiles, three stages), GEMV elsewhere with TM 16 on
 // wide maps and the ring between 17 and 32; direct where the fast kernels cannot run.
 TEST(DwconvSelectGpu, Fp32Plans) {

@@ -1,13 +1,15 @@
 // Stride-1 forward-style depthwise kernel for any channel count (Kernel::direct_tile), FP32 and FP16: the small
 // filters (FH, FW <= kDirectTileMaxF) at channel counts the vector kernels cannot take (SLaK's 124, 249, 499, 998),
-// where a padded plan's copies of the input and output cost more than the convolution itself. One channel per lane
-// with scalar loads (a warp still reads one pixel's 32 consecutive channels, 64 or 128 contiguous bytes), the block's
-// input tile staged once in shared memory, and each lane sliding a window of kTM outputs along its output row in
-// registers. FP32 accumulation, one rounding per output. The tile is 8 (FP32) or 16 (FP16) output rows by 8, 16 or 32
-// columns, the narrowest that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it
-// uses).
+// where a padded plan's copies of the input and output cost more than the convolution itself. Each lane takes one
+// channel, or two adjacent ones (__half2 / float2 loads and stores) where C is even and the tensors aligned to two
+// elements, so a warp reads one pixel's 32 or 64 consecutive channels per instruction; the block's input tile is
+// staged once in shared memory, and each lane slides a window of kTM outputs along its output row in registers. FP32
+// accumulation, one rounding per output: both lane widths give the same bits per channel. The tile is 8 output rows
+// (one per warp), or 16 (two per warp) for FP16 on maps taller than 8 rows, by 8, 16 or 32 columns, the narrowest
+// that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses).
 #include <cuda_fp16.h>
 
+#include <type_traits>
 #include <utility>
 
 #include "core/cuda_check.h"
@@ -17,58 +19,91 @@
 namespace cnn::dwconv {
 namespace {
 
-constexpr int kLanes = 32;     // channels per block, one per lane
+constexpr int kLanes = 32;     // lanes per warp, each on 1 or 2 channels
 constexpr int kWarps = 8;      // warps per block, each on its own output rows
 constexpr int kMaxTileW = 32;  // output columns per block on rows wider than 16
 constexpr int kTM = 8;         // outputs per register window
 
-// Output rows per warp: two for FP16, so each staged input row read into registers feeds both (FH + 1 window loads
-// for 2 rows instead of 2 FH) and the tile's FH - 1 halo rows are spread over 16 rows instead of 8. FP32 keeps one:
-// its tile is twice the bytes, and two rows would halve the blocks per SM.
+// Output rows per warp: two for FP16 on maps of more than 8 rows, so each staged input row read into registers feeds
+// both (FH + 1 window loads for 2 rows instead of 2 FH) and the tile's FH - 1 halo rows are spread over 16 rows
+// instead of 8. One on maps of at most 8 rows, where a 16-row tile would leave half the warps idle and stage 8 rows
+// it does not use. FP32 keeps one: its tile is twice the bytes, and two rows would halve the blocks per SM.
+int rows_per_warp(bool f16, int out_h) { return f16 && out_h > kWarps ? 2 : 1; }
+
+// A lane's kCh adjacent channels as one load and store unit V (the element, or a __half2 / float2 pair), widened to
+// FP32 and rounded back once per channel.
+template <class T, int kCh>
+struct Lane;
 template <class T>
-constexpr int rows_per_warp() {
-  return sizeof(T) == 2 ? 2 : 1;
+struct Lane<T, 1> {
+  using V = T;
+  static __device__ void widen_to(V v, float* f) { f[0] = widen(v); }
+  static __device__ V round(const float* f) { return device_cast<T>(f[0]); }
+};
+template <>
+struct Lane<__half, 2> {
+  using V = __half2;
+  static __device__ void widen_to(V v, float* f) { f[0] = __low2float(v), f[1] = __high2float(v); }
+  static __device__ V round(const float* f) { return __floats2half2_rn(f[0], f[1]); }  // each as __float2half_rn
+};
+template <>
+struct Lane<float, 2> {
+  using V = float2;
+  static __device__ void widen_to(V v, float* f) { f[0] = v.x, f[1] = v.y; }
+  static __device__ V round(const float* f) { return make_float2(f[0], f[1]); }
+};
+
+// One lane's filter taps in FP32, read from shared memory with one load.
+template <int kCh>
+struct alignas(sizeof(float) * kCh) Taps {
+  float v[kCh];
+};
+
+// Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][kLanes * ch] in the data type, then the filter
+// [FH][FW][kLanes * ch] in FP32 (rotated when g.flip).
+size_t tile_smem_bytes(const ConvGeometry& g, int tile_h, int tile_w, size_t elem_bytes, int ch) {
+  const size_t tile = size_t(tile_h + g.fh - 1) * (tile_w + g.fw - 1) * elem_bytes;
+  const size_t filter = size_t(g.fh) * g.fw * sizeof(float);
+  return (tile + filter) * kLanes * ch;
 }
 
-// Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][kLanes] in the data type, then the filter
-// [FH][FW][kLanes] in FP32 (rotated when g.flip).
-size_t tile_smem_bytes(const ConvGeometry& g, int tile_h, int tile_w, size_t elem_bytes) {
-  return size_t(tile_h + g.fh - 1) * (tile_w + g.fw - 1) * kLanes * elem_bytes +
-         size_t(g.fh) * g.fw * kLanes * sizeof(float);
-}
-
-template <class T, int FW, int kTileW>
+template <class T, int kCh, int kRpw, int FW, int kTileW>
 __global__ void __launch_bounds__(kLanes * kWarps)
     direct_tile_kernel(const T* __restrict__ src, const T* __restrict__ w, const T* __restrict__ bias,
                        T* __restrict__ dst, ConvGeometry g, int tiles_h, int tiles_w) {
+  using L = Lane<T, kCh>;
+  using V = typename L::V;
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int kRpw = rows_per_warp<T>(), kTileH = kWarps * kRpw;
+  constexpr int kTileH = kWarps * kRpw;
   constexpr int kColsIn = kTileW + FW - 1;  // >= kWarps, so one step below wraps at most one row
   const int rows_in = kTileH + g.fh - 1;
-  T* in = reinterpret_cast<T*>(smem);
-  float* taps = reinterpret_cast<float*>(smem + (size_t(rows_in) * kColsIn * kLanes * sizeof(T) + 15) / 16 * 16);
+  V* in = reinterpret_cast<V*>(smem);
+  Taps<kCh>* taps =
+      reinterpret_cast<Taps<kCh>*>(smem + (size_t(rows_in) * kColsIn * kLanes * sizeof(V) + 15) / 16 * 16);
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
-  const int c = blockIdx.y * kLanes + lane;
-  const bool live = c < g.c;
+  const int c = (blockIdx.y * kLanes + lane) * kCh;  // the lane's first channel
+  const bool live = c < g.c;                         // kCh = 2 only at an even C: both channels live
   const int n = blockIdx.x / (tiles_h * tiles_w);
   const int oh0 = blockIdx.x / tiles_w % tiles_h * kTileH, ow0 = blockIdx.x % tiles_w * kTileW;
   // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
-  // of the tile in row-major order, its lanes that pixel's 32 channels. The pixel's row and column advance
+  // of the tile in row-major order, its lanes that pixel's kLanes * kCh channels. The pixel's row and column advance
   // incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the image's
   // first pixel when outside) and is zeroed after, so there is no branch to serialize them on their latency.
   {
     constexpr int kBatch = 8;
+    const float zero[kCh] = {};
     const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + (live ? c : 0);
     const int total = rows_in * kColsIn;
     int r = 0, col = warp;  // warp < kColsIn
     for (int e0 = warp; e0 < total; e0 += kWarps * kBatch) {
-      T v[kBatch];
+      V v[kBatch];
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         const int ih = oh0 + r - g.pad_t, iw = ow0 + col - g.pad_l;
         const bool inside = live && unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w);
-        v[k] = src_n[inside ? (ih * g.in_w + iw) * g.c : 0];  // within one image: fits 32 bits (supports())
-        if (!inside) v[k] = T(0.f);
+        // Within one image: fits 32 bits (supports()).
+        v[k] = *reinterpret_cast<const V*>(src_n + (inside ? (ih * g.in_w + iw) * g.c : 0));
+        if (!inside) v[k] = L::round(zero);
         col += kWarps;
         if (col >= kColsIn) col -= kColsIn, ++r;
       }
@@ -80,35 +115,42 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   for (int e = warp; e < g.fh * FW; e += kWarps) {
     const int i = e / FW, j = e % FW;
     const int wi = g.flip ? g.fh - 1 - i : i, wj = g.flip ? FW - 1 - j : j;
-    taps[e * kLanes + lane] = live ? widen(w[(int64_t(wi) * FW + wj) * g.c + c]) : 0.f;
+    Taps<kCh> f = {};
+    if (live) L::widen_to(*reinterpret_cast<const V*>(w + (int64_t(wi) * FW + wj) * g.c + c), f.v);
+    taps[e * kLanes + lane] = f;
   }
   __syncthreads();
-  const int oh = oh0 + warp * kRpw;  // this warp's first output row
+  const int oh = oh0 + warp * kRpw;    // this warp's first output row
   if (!live || oh >= g.out_h) return;  // no barrier follows
-  const float b = bias != nullptr ? widen(bias[c]) : 0.f;
+  float b[kCh] = {};
+  if (bias != nullptr) L::widen_to(*reinterpret_cast<const V*>(bias + c), b);
   T* out_row = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + c;
   for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
-    float acc[kRpw][kTM];
+    float acc[kRpw][kTM][kCh];
 #pragma unroll
     for (int k = 0; k < kRpw; ++k)
 #pragma unroll
-      for (int t = 0; t < kTM; ++t) acc[k][t] = b;
+      for (int t = 0; t < kTM; ++t)
+#pragma unroll
+        for (int h = 0; h < kCh; ++h) acc[k][t][h] = b[h];
     // Input row u of the warp's window (tile row warp * kRpw + u) meets filter row u - k of output row k.
     for (int u = 0; u < g.fh + kRpw - 1; ++u) {
-      const T* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kLanes + lane;
-      float win[kTM + FW - 1];
+      const V* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kLanes + lane;
+      float win[kTM + FW - 1][kCh];
 #pragma unroll
-      for (int v = 0; v < kTM + FW - 1; ++v) win[v] = widen(in_row[v * kLanes]);
+      for (int v = 0; v < kTM + FW - 1; ++v) L::widen_to(in_row[v * kLanes], win[v]);
 #pragma unroll
       for (int k = 0; k < kRpw; ++k) {
         const int i = u - k;
         if (i < 0 || i >= g.fh) continue;
-        const float* tap_row = taps + i * FW * kLanes + lane;
+        const Taps<kCh>* tap_row = taps + i * FW * kLanes + lane;
 #pragma unroll
         for (int j = 0; j < FW; ++j) {
-          const float f = tap_row[j * kLanes];
+          const Taps<kCh> f = tap_row[j * kLanes];
 #pragma unroll
-          for (int t = 0; t < kTM; ++t) acc[k][t] = fmaf(win[t + j], f, acc[k][t]);
+          for (int t = 0; t < kTM; ++t)
+#pragma unroll
+            for (int h = 0; h < kCh; ++h) acc[k][t][h] = fmaf(win[t + j][h], f.v[h], acc[k][t][h]);
         }
       }
     }
@@ -118,7 +160,7 @@ __global__ void __launch_bounds__(kLanes * kWarps)
 #pragma unroll
       for (int t = 0; t < kTM; ++t)
         if (ow0 + s0 + t < g.out_w)
-          out_row[(int64_t(k) * g.out_w + ow0 + s0 + t) * g.c] = device_cast<T>(acc[k][t]);
+          *reinterpret_cast<V*>(out_row + (int64_t(k) * g.out_w + ow0 + s0 + t) * g.c) = L::round(acc[k][t]);
     }
   }
 }
@@ -134,44 +176,58 @@ void with_filter_width(int fw, F&& f) {
   CNN_CHECK(ran, "dwconv direct_tile: no kernel for filter width ", fw, " (at most ", kDirectTileMaxF, ")");
 }
 
-// The same for the tile width (8, 16 or 32).
-template <class F>
-void with_tile_width(int tile_w, F&& f) {
-  if (tile_w == kTM) return f(std::integral_constant<int, kTM>{});
-  if (tile_w == 2 * kTM) return f(std::integral_constant<int, 2 * kTM>{});
-  CNN_CHECK(tile_w == kMaxTileW, "dwconv direct_tile: no kernel for tile width ", tile_w);
-  f(std::integral_constant<int, kMaxTileW>{});
+// Calls f(std::integral_constant<int, V>{}) for the run-time value v, one of Vs (another is an internal error).
+template <int... Vs, class F>
+void with_value(int v, const char* what, F&& f) {
+  const bool ran = ((v == Vs ? (f(std::integral_constant<int, Vs>{}), true) : false) || ...);
+  CNN_CHECK(ran, "dwconv direct_tile: no kernel for ", what, " ", v);
 }
 
 template <class T>
-void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g,
+void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g, int lane_channels,
                         cudaStream_t stream) {
+  constexpr bool kF16 = std::is_same_v<T, __half>;
   CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1, a filter of at most ", kDirectTileMaxF,
             "x", kDirectTileMaxF, " and under 2^31 elements per image, got ", g.fh, "x", g.fw, " at stride ",
             g.stride_h, "x", g.stride_w, " on ", g.in_h, "x", g.in_w, "x", g.c);
+  const int align = alignment_of({src, w, bias, dst});
+  CNN_CHECK(lane_channels == 1 || (lane_channels == 2 && direct_tile_lane_channels(g.c, kF16, align) == 2),
+            "dwconv direct_tile: channels per lane must be 1, or 2 at an even C with tensors aligned to 2 elements;",
+            " got ", lane_channels, " at C = ", g.c, " and ", align, "-byte alignment");
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
-  const int tile_h = kWarps * rows_per_warp<T>(), tile_w = direct_tile_width(g.out_w);
+  const int rows = rows_per_warp(kF16, g.out_h);
+  const int tile_h = kWarps * rows, tile_w = direct_tile_width(g.out_w);
   const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
-  const int64_t blocks = int64_t(g.n) * tiles_h * tiles_w, channel_blocks = (g.c + kLanes - 1) / kLanes;
+  const int block_c = kLanes * lane_channels;
+  const int64_t blocks = int64_t(g.n) * tiles_h * tiles_w, channel_blocks = (g.c + block_c - 1) / block_c;
   CNN_CHECK(blocks < (int64_t(1) << 31) && channel_blocks <= 65535, "dwconv direct_tile: grid too large for ", blocks,
             " x ", channel_blocks, " blocks");
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks));
-  const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T)) + 16;  // + the filter's alignment
-  with_filter_width(g.fw, [&](auto fw) {
-    with_tile_width(tile_w, [&](auto tw) {
-      auto* kernel = direct_tile_kernel<T, decltype(fw)::value, decltype(tw)::value>;
-      CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      kernel<<<grid, kLanes * kWarps, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+  const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T), lane_channels) + 16;  // + the filter's alignment
+  const auto run = [&](auto ch, auto rpw) {
+    with_filter_width(g.fw, [&](auto fw) {
+      with_value<kTM, 2 * kTM, kMaxTileW>(tile_w, "tile width", [&](auto tw) {
+        auto* kernel =
+            direct_tile_kernel<T, decltype(ch)::value, decltype(rpw)::value, decltype(fw)::value, decltype(tw)::value>;
+        CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        kernel<<<grid, kLanes * kWarps, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+      });
     });
+  };
+  with_value<1, 2>(lane_channels, "channels per lane", [&](auto ch) {
+    if (rows == 1) return run(ch, std::integral_constant<int, 1>{});
+    if constexpr (kF16) run(ch, std::integral_constant<int, 2>{});  // FP32 keeps one row per warp
   });
   CNN_CHECK_LAUNCH("dwconv direct_tile kernel");
 }
 
 }  // namespace
 
-int direct_tile_height(bool f16) { return kWarps * (f16 ? rows_per_warp<__half>() : rows_per_warp<float>()); }
+int direct_tile_height(bool f16, int out_h) { return kWarps * rows_per_warp(f16, out_h); }
 
 int direct_tile_width(int out_w) { return out_w <= kTM ? kTM : out_w <= 2 * kTM ? 2 * kTM : kMaxTileW; }
+
+int direct_tile_lane_channels(int c, bool f16, int align) { return c % 2 == 0 && align >= (f16 ? 4 : 8) ? 2 : 1; }
 
 bool direct_tile_supports(const ConvGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && g.fw >= 1 &&
@@ -179,13 +235,13 @@ bool direct_tile_supports(const ConvGeometry& g) {
 }
 
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                               cudaStream_t stream) {
-  launch_direct_tile(src, w, bias, dst, g, stream);
+                               int lane_channels, cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, lane_channels, stream);
 }
 
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                                   const ConvGeometry& g, cudaStream_t stream) {
-  launch_direct_tile(src, w, bias, dst, g, stream);
+                                   const ConvGeometry& g, int lane_channels, cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, lane_channels, stream);
 }
 
 }  // namespace cnn::dwconv

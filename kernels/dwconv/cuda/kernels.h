@@ -114,15 +114,19 @@ void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, _
                                             bool vec8, cudaStream_t stream);
 
 // ---- Tiled direct kernel (direct_tile.cu): stride-1 forward-style ops at any C and alignment, filters up to
-// kDirectTileMaxF in each direction; one channel per lane, the block's input tile in shared memory, FP32 and FP16.
+// kDirectTileMaxF in each direction; the block's input tile in shared memory, FP32 and FP16. `lane_channels`: 1, or
+// 2 adjacent channels per lane (__half2 / float2 loads and stores) where direct_tile_lane_channels allows it.
 constexpr int kDirectTileMaxF = 7;
 bool direct_tile_supports(const ConvGeometry& g);  // stride 1, FH, FW <= kDirectTileMaxF, < 2^31 elements per image
 int direct_tile_width(int out_w);  // output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32)
-int direct_tile_height(bool f16);  // output rows per block: 16 for FP16 (two per warp), 8 for FP32
+// Output rows per block: 8 (one per warp) for FP32 and for maps of at most 8 rows, else 16 for FP16 (two per warp).
+int direct_tile_height(bool f16, int out_h);
+// 2 where C is even and every tensor is aligned to 2 elements (`align`: alignment_of), else 1.
+int direct_tile_lane_channels(int c, bool f16, int align);
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                               cudaStream_t stream);
+                               int lane_channels, cudaStream_t stream);
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                                   const ConvGeometry& g, cudaStream_t stream);
+                                   const ConvGeometry& g, int lane_channels, cudaStream_t stream);
 
 // ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 4 == 0;
 // 8 outputs x cc_f16_lane_halves(C) channels per thread (8 at C % 8 == 0 with 16-byte aligned tensors, else 4 with

@@ -307,8 +307,8 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, cons
   return k;
 }
 
-// The chosen kernel's configuration for geometry g.
-void configure(Plan& plan, bool f16, const Overrides& o) {
+// The chosen kernel's configuration for geometry g; `align` as for select.
+void configure(Plan& plan, bool f16, int align, const Overrides& o) {
   const ConvGeometry& g = plan.g;
   switch (plan.kernel) {
     case Kernel::fwd_tma_cc: plan.tma = tma_config(g, f16, o); break;
@@ -326,6 +326,9 @@ void configure(Plan& plan, bool f16, const Overrides& o) {
       break;
     }
     case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
+    case Kernel::direct_tile:
+      plan.tile_lane_channels = direct_tile_lane_channels(g.c, f16, align);
+      break;
     default: break;
   }
 }
@@ -343,7 +346,7 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
   plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, half4(dtype, p, align), p, o)
                     : forward_kernel_f32(plan.g, eligible, p, o);
-  configure(plan, f16, o);
+  configure(plan, f16, align, o);
   if (plan.kernel == Kernel::fwd_cc_f16)
     check_forced(plan.cc_groups <= cc_f16_max_groups(p.c), "fwd_cc_f16 with cc_groups=4", "C % 8 == 0", p);
   return plan;
@@ -469,8 +472,9 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16), "x", direct_tile_width(g.out_w),
-                     " lanes=32 (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
+                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x",
+                     direct_tile_width(g.out_w), " lanes=32x", plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ",
+                     p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }

@@ -76,6 +76,7 @@ struct Plan {
   bool ring_transposed = false;  // fwd_tc_ring on the maps' transposed view (tall strips)
   int tc_theta = 1;    // fwd_tc: 4, 2 or 1 (block tile (16/theta) x (8*theta))
   BfcForce bfc;        // bfc_tile: a forced register tile (zero: the planner's)
+  int tile_lane_channels = 1;  // direct_tile: channels per lane, 1 or 2 (direct_tile_lane_channels)
 };
 
 // The plan for op on p. `align`: the alignment in bytes that every tensor pointer of the op has (alignment_of; 16
