@@ -656,6 +656,7 @@ void layernorm_backward_cuda(const T* dy, const T* x, const T* gamma, const floa
     CNN_CHECK_LAUNCH("layernorm_backward dgamma/dbeta");
     return;
   }
+  // C > 1024: dx from the loop kernel, dgamma / dbeta from the column pass over dy and x.
   if (dx != nullptr) {
     layernorm_backward_dx_loop_kernel<T>
         <<<unsigned((p.rows + kRowsPerBlock - 1) / kRowsPerBlock), dim3(32, kRowsPerBlock), 0, s>>>(
