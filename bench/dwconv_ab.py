@@ -6,7 +6,7 @@ each side over its rounds, and the speed ratio before / after (above 1: the new 
 
 File names carry the point's dtype and accumulation as scripts/device/kernels.sh writes them:
 <side>_<dtype>_<accum>_<round>.csv. Prints every point below 0.97, the geometric mean per (dtype, op), and the
-worst point.
+worst point; with --every (first argument) every point's times and ratio first.
 """
 import csv
 import math
@@ -31,6 +31,8 @@ def load(paths):
 
 
 def main(argv):
+    every = bool(argv) and argv[0] == '--every'
+    argv = argv[1:] if every else argv
     if '--' not in argv:
         sys.exit(__doc__)
     cut = argv.index('--')
@@ -39,6 +41,9 @@ def main(argv):
     if not common:
         sys.exit('dwconv_ab.py: no point measured on both sides')
     ratios = {k: before[k] / after[k] for k in common}
+    if every:
+        for k in common:
+            print(f'{" ".join(k):44s} before {before[k]:.4f} ms  after {after[k]:.4f} ms  ratio {ratios[k]:.3f}')
     groups = {}
     for k, r in ratios.items():
         groups.setdefault(k[:3], []).append(r)
