@@ -164,9 +164,11 @@ TEST_P(LayersGpu, GeluScaleDropPathPool) {
   const DType t = GetParam();
   // CUDA erff (2 ulp) vs the CPU's fitted f32 GELU (<= 6.4 ulp forward; backward <= 6.2 ulp of Phi + |x phi| <= 1.2,
   // times |dy| <= ~4 for N(0,1) seeds): up to ~3e-6 absolute on the gradient, so 4e-6.
-  EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::gelu(tp, in[0]); },
-                                    {test::random_input({3, 1001}, 1, true, -5, 5)},
-                                    test::gpu_compare_options(t, 4e-6, 2e-3)));
+  // 3003 elements: whole packs and an element tail; 256: packs only.
+  for (const Shape& shape : {Shape{3, 1001}, Shape{2, 8, 16}})
+    EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::gelu(tp, in[0]); },
+                                      {test::random_input(shape, 1, true, -5, 5)},
+                                      test::gpu_compare_options(t, 4e-6, 2e-3)));
   // A per-channel scale at C = 72 (16-byte packs), 76 (f16: 8-byte), 74 (f16: 4-byte, f32: 8-byte), 75 (elements).
   for (int64_t c : {int64_t(72), int64_t(76), int64_t(74), int64_t(75)})
     EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mul(tp, in[0], in[1]); },
@@ -174,8 +176,10 @@ TEST_P(LayersGpu, GeluScaleDropPathPool) {
                                       test::gpu_compare_options(t, 1e-5, 2e-2)))
         << "C " << c;
   // Drop-path masks are bitwise equal on both devices (same Philox draws); scaling is exact up to one rounding.
-  EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::drop_path(tp, in[0], 0.3, 17, 5, 9); },
-                                    {test::random_input({33, 3, 4, 8}, 4)}, test::gpu_compare_options(t, 1e-6, 2e-3)));
+  // Samples of 96 elements (16-byte packs), 12 (f16: 8-byte) and 105 (element by element).
+  for (const Shape& shape : {Shape{33, 3, 4, 8}, Shape{6, 2, 3, 2}, Shape{5, 3, 5, 7}})
+    EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::drop_path(tp, in[0], 0.3, 17, 5, 9); },
+                                      {test::random_input(shape, 4)}, test::gpu_compare_options(t, 1e-6, 2e-3)));
   const auto cpu_s = ops::drop_path_scales(1000, 0.3, 17, 5, 9, DType::f32, Device::cpu());
   const auto gpu_s = ops::drop_path_scales(1000, 0.3, 17, 5, 9, DType::f32, Device::cuda(0));
   EXPECT_TRUE(test::bitwise_equal(cpu_s, gpu_s, "drop_path scales"));
