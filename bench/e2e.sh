@@ -110,6 +110,8 @@ python3 "$root/bench/e2e_report.py" merge "$ours_jsonl" "$torch_jsonl" -o "$out/
     --build "cnn $commit (Release, sm_90)" --machine "${gpu:-unknown GPU}" -o "$out/e2e-h200.md" || status=1
 echo
 echo "==== bench/e2e.sh (${SECONDS}s; $out) ===="
-[ -f "$out/e2e.csv" ] && column -s, -t < "$out/e2e.csv" | cut -c1-160
+if [ -f "$out/e2e.csv" ]; then  # aligned where the machine has column(1) (bsdextrautils), as it is otherwise
+  if command -v column > /dev/null; then column -s, -t < "$out/e2e.csv" | cut -c1-160; else cut -c1-160 "$out/e2e.csv"; fi
+fi
 cat "$loss_jsonl" | cut -c1-400
 exit $status
