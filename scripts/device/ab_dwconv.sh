@@ -17,22 +17,13 @@ work=/tmp/ab-dwconv
 rm -rf "$work"
 mkdir -p "$work/a" "$work/b" "$out"
 trap 'tar -C /tmp --exclude=ab-dwconv/a --exclude=ab-dwconv/b -czf "$out/ab-dwconv.tgz" ab-dwconv' EXIT
-for side in a b; do
-  archive=$1
-  [ "$side" = b ] && archive=$2
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$work/$side" ||
-    { echo "ab_dwconv.sh: cannot unpack $archive" >&2; exit 2; }
-  [ -x "$work/$side/bundle/bin/dwconv-bench" ] || { echo "ab_dwconv.sh: $archive holds no dwconv-bench" >&2; exit 2; }
-  cp "$work/$side/bundle/commit" "$work/commit_$side.txt" 2>/dev/null
-done
+# shellcheck source=scripts/device/ab_bundles.sh
+source "$root/scripts/device/ab_bundles.sh"
+ab_unpack "$work" "$1" "$2" dwconv-bench || exit 2
 dtypes=$3 maps=$4 filters=$5 ops=${6:-fwd,bdc,bfc}
 export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 cd "$root"
-run() {  # run SIDE LIMIT_S command...: in a shell with SIDE's bundle environment
-  local side=$1 limit=$2
-  shift 2
-  (source "$work/$side/bundle/env.sh" && timeout "$limit" "$@")
-}
+run() { ab_run "$work" "$@"; }  # run SIDE LIMIT_S command...
 run b 200 "$work/b/bundle/bin/kernels_tests" --gtest_filter='Dwconv*Gpu*' > "$work/b_kernels_tests.log" 2>&1
 tests="B kernels_tests Dwconv*Gpu* rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$work/b_kernels_tests.log" | tr '\n' ' ')"
 for round in 1 2; do

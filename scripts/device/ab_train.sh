@@ -16,23 +16,14 @@ work=/tmp/ab-train
 rm -rf "$work"
 mkdir -p "$work/a" "$work/b" "$out"
 trap 'tar -C /tmp --exclude=ab-train/a --exclude=ab-train/b -czf "$out/ab-train.tgz" ab-train' EXIT
-for side in a b; do
-  archive=$1
-  [ "$side" = b ] && archive=$2
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$work/$side" ||
-    { echo "ab_train.sh: cannot unpack $archive" >&2; exit 2; }
-  [ -x "$work/$side/bundle/bin/cnn-train" ] || { echo "ab_train.sh: $archive holds no bundle/bin/cnn-train" >&2; exit 2; }
-  cp "$work/$side/bundle/commit" "$work/commit_$side.txt" 2>/dev/null
-done
+# shellcheck source=scripts/device/ab_bundles.sh
+source "$root/scripts/device/ab_bundles.sh"
+ab_unpack "$work" "$1" "$2" cnn-train || exit 2
 shift 2
 export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 cd "$root"
 summary=()
-run() {  # run SIDE LIMIT_S command...: in a shell with SIDE's bundle environment
-  local side=$1 limit=$2
-  shift 2
-  (source "$work/$side/bundle/env.sh" && timeout "$limit" "$@")
-}
+run() { ab_run "$work" "$@"; }  # run SIDE LIMIT_S command...
 for t in core layers models kernels; do
   run b 200 "$work/b/bundle/bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/b_${t}_tests.log" 2>&1
   summary+=("B ${t}_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$work/b_${t}_tests.log" | tr '\n' ' ')")
