@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Sourced by the A/B scripts (ab_train.sh, ab_dwconv.sh). ab_unpack WORK A.tar.xz B.tar.xz APP unpacks the two
-# bundles under WORK/a and WORK/b, checks that each holds bundle/bin/APP and records their commits in
-# WORK/commit_a.txt and WORK/commit_b.txt. ab_run WORK SIDE LIMIT_S command... runs the command in SIDE's bundle
-# environment (its libraries first) under a time limit.
-ab_unpack() {
-  local work=$1 app=$4 side archive me
+# Sourced by the A/B scripts (ab_train.sh, ab_dwconv.sh), with $root set to the repository root.
+# ab_prepare NAME A.tar.xz B.tar.xz APP: sets work=/tmp/NAME (emptied) and out=$OUT, archives the work folder
+# (without the bundles) as $out/NAME.tgz when the script exits, unpacks the two bundles under $work/a and $work/b,
+# checks that each holds bundle/bin/APP and records their commits in $work/commit_a.txt and commit_b.txt.
+# ab_run WORK SIDE LIMIT_S command...: the command in SIDE's bundle environment (its libraries first), time-limited.
+ab_prepare() {
+  local name=$1 app=$4 side archive me
   me=$(basename "$0")
+  work=/tmp/$name
+  out=${OUT:-$root/.device/out}
+  rm -rf "$work"
+  mkdir -p "$work/a" "$work/b" "$out"
+  # shellcheck disable=SC2064  # expand now: the names are fixed for the script's life
+  trap "tar -C /tmp --exclude=$name/a --exclude=$name/b -czf '$out/$name.tgz' $name" EXIT
   for side in a b; do
     archive=$2
     [ "$side" = b ] && archive=$3

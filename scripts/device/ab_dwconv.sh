@@ -12,14 +12,9 @@ if [ $# -lt 5 ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
   exit 2
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-out=${OUT:-$root/.device/out}
-work=/tmp/ab-dwconv
-rm -rf "$work"
-mkdir -p "$work/a" "$work/b" "$out"
-trap 'tar -C /tmp --exclude=ab-dwconv/a --exclude=ab-dwconv/b -czf "$out/ab-dwconv.tgz" ab-dwconv' EXIT
 # shellcheck source=scripts/device/ab_bundles.sh
 source "$root/scripts/device/ab_bundles.sh"
-ab_unpack "$work" "$1" "$2" dwconv-bench || exit 2
+ab_prepare ab-dwconv "$1" "$2" dwconv-bench || exit 2
 dtypes=$3 maps=$4 filters=$5 ops=${6:-fwd,bdc,bfc}
 export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 cd "$root"

@@ -11,14 +11,9 @@ if [ $# -lt 3 ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
   exit 2
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-out=${OUT:-$root/.device/out}
-work=/tmp/ab-train
-rm -rf "$work"
-mkdir -p "$work/a" "$work/b" "$out"
-trap 'tar -C /tmp --exclude=ab-train/a --exclude=ab-train/b -czf "$out/ab-train.tgz" ab-train' EXIT
 # shellcheck source=scripts/device/ab_bundles.sh
 source "$root/scripts/device/ab_bundles.sh"
-ab_unpack "$work" "$1" "$2" cnn-train || exit 2
+ab_prepare ab-train "$1" "$2" cnn-train || exit 2
 shift 2
 export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 cd "$root"
