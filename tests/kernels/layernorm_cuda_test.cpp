@@ -1,4 +1,4 @@
-// The CUDA LayerNorm kernels (kernels/norm/norm_cuda.cu) against the FP64 CPU kernels on the same f32 / f16 values:
+// The CUDA LayerNorm kernels (kernels/norm/layernorm_cuda.cu) against the FP64 CPU kernels on the same f32 / f16 values:
 // y, mean, rstd, dx, dgamma, dbeta for C = 5 to 1023 (rows in registers, every pack width: 16-, 8-, 4-byte packs and
 // single elements) and 1030 (the loop kernels and the column pass), rows that fill no block exactly (3, 198) and
 // 34542 rows (backward chunks of 34 rows: groups of one block run different row counts). Each case also runs on
