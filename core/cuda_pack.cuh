@@ -1,7 +1,8 @@
-// Packs for memory-bound elementwise kernels: 8 halves or 4 floats move in one 128-bit load or store and are computed
-// on as floats (FP32 math, one rounding per stored value). A kernel takes the pack path when every pointer it touches
-// is 16-byte aligned (packs_ok) and finishes the n % kPack tail element by element. Where a row length (a channel
-// count, a broadcast operand) is not a multiple of 16 bytes, with_pack picks 8- or 4-byte packs (load_n / store_n).
+// Packs for memory-bound elementwise kernels: kN elements move in one load or store (load_n / store_n; Pack<T>::kN,
+// 8 halves or 4 floats, in 16 bytes) and are computed on as floats (FP32 math, one rounding per stored value). A
+// kernel takes the 16-byte path when every pointer it touches is 16-byte aligned (packs_ok) and finishes the n % kN
+// tail element by element. Where a row length (a channel count, a broadcast operand) is not a multiple of 16 bytes,
+// with_pack picks 8- or 4-byte packs.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -18,23 +19,6 @@ template <class T>
 struct Pack {
   static constexpr int kN = 16 / int(sizeof(T));
 };
-
-template <class T>
-__device__ __forceinline__ void load_pack(const T* p, float (&f)[Pack<T>::kN]) {
-  const uint4 v = *reinterpret_cast<const uint4*>(p);  // plain load: outputs may alias inputs
-  const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-  for (int k = 0; k < Pack<T>::kN; ++k) f[k] = widen(e[k]);
-}
-
-template <class T>
-__device__ __forceinline__ void store_pack(T* p, const float (&f)[Pack<T>::kN]) {
-  uint4 v;
-  T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-  for (int k = 0; k < Pack<T>::kN; ++k) e[k] = device_cast<T>(f[k]);
-  *reinterpret_cast<uint4*>(p) = v;
-}
 
 // The word that moves kBytes at once.
 template <int kBytes>

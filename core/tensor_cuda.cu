@@ -64,11 +64,11 @@ __global__ void axpy_pack_kernel(const T* x, T* y, int64_t packs, float alpha) {
   constexpr int kN = cuda::Pack<T>::kN;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += int64_t(gridDim.x) * blockDim.x) {
     float xv[kN], yv[kN];
-    cuda::load_pack(x + p * kN, xv);
-    cuda::load_pack(y + p * kN, yv);
+    cuda::load_n<kN>(x + p * kN, xv);
+    cuda::load_n<kN>(y + p * kN, yv);
 #pragma unroll
     for (int k = 0; k < kN; ++k) yv[k] = yv[k] + alpha * xv[k];
-    cuda::store_pack(y + p * kN, yv);
+    cuda::store_n<kN>(y + p * kN, yv);
   }
 }
 
