@@ -27,8 +27,8 @@ struct GeluBackwardOp {  // a = x, b = dy
   }
 };
 
-// y = x * s[sample] over packs of kN elements [p kN, (p + 1) kN) from element `start` on; per % kN == 0, so a pack
-// lies within one sample (kN = 1: element by element).
+// y = x * s[sample] over packs of kN elements [p kN, (p + 1) kN); per % kN == 0, so a pack lies within one sample
+// (kN = 1: element by element).
 template <class T, int kN>
 __global__ void sample_scale_kernel(const T* __restrict__ x, const float* __restrict__ s, T* __restrict__ y,
                                     int64_t packs, int64_t per) {
