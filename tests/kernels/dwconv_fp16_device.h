@@ -1,6 +1,6 @@
-// Device-side helpers of the FP16 depthwise GPU tests (dwconv_fp16_cuda_test.cpp, dwconv_fp16_bfc_cuda_test.cpp): a
-// device buffer that can hand out misaligned pointers, FP16 results widened for the comparisons, 'same'-padded cases
-// and the MARE bound the kernels are held to.
+// Device-side helpers of the FP16 depthwise GPU tests (dwconv_fp16_cuda_test.cpp, dwconv_fp16_bfc_cuda_test.cpp): the
+// device buffer (tests/support/device_array.h), FP16 results widened for the comparisons, 'same'-padded cases and the
+// MARE bound the kernels are held to.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
+#include "tests/support/device_array.h"
 
 namespace cnn::dwconv::f16test {
 
@@ -19,32 +20,7 @@ namespace cnn::dwconv::f16test {
 // for K <= 2601 taps) fails.
 constexpr double kMareBound = 2e-3;
 
-// Device buffer of `n` elements of T (plus `offset` leading elements, to hand out misaligned pointers).
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t n, size_t offset = 0) : n_(n), offset_(offset) {
-    EXPECT_EQ(cudaMalloc(&base_, (n + offset + 1) * sizeof(T)), cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(base_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return base_ + offset_; }
-  void upload(const void* host) const {
-    ASSERT_EQ(cudaMemcpy(get(), host, n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  void poison() const { ASSERT_EQ(cudaMemset(get(), 0xFF, n_ * sizeof(T)), cudaSuccess); }  // NaN in FP16 and FP32
-  template <class H>
-  std::vector<H> download() const {
-    std::vector<H> out(n_);
-    EXPECT_EQ(cudaMemcpy(out.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return out;
-  }
-
- private:
-  T* base_ = nullptr;
-  size_t n_, offset_;
-};
+using test::DeviceArray;
 
 inline std::vector<double> widen(const std::vector<Half>& v) {
   std::vector<double> out(v.size());

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tests/support/device_array.h"
 #include "tests/support/numeric.h"
 
 namespace cnn::kernels {
@@ -47,21 +48,6 @@ float to_f(T v) {
 }
 
 template <class T>
-struct Device {
-  T* p = nullptr;
-  explicit Device(const std::vector<T>& h) {
-    EXPECT_EQ(cudaMalloc(&p, h.size() * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~Device() { cudaFree(p); }
-  std::vector<T> download(size_t n) const {
-    std::vector<T> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-  }
-};
-
-template <class T>
 void check_case(const Case& k, cublasHandle_t blas, cublasLtHandle_t lt, bool with_bias, uint64_t seed) {
   GemmParams p;
   p.m = k.m, p.n = k.n, p.k = k.k, p.trans_a = k.ta, p.trans_b = k.tb, p.beta = k.beta;
@@ -82,7 +68,8 @@ void check_case(const Case& k, cublasHandle_t blas, cublasLtHandle_t lt, bool wi
   for (int64_t r = 0; r < k.m; ++r)
     for (int64_t j = k.n; j < p.ldc; ++j) c0[size_t(r * p.ldc + j)] = to_t<T>(kSentinel);
   for (size_t i = size_t(c_elems); i < c0.size(); ++i) c0[i] = to_t<T>(kSentinel);
-  Device<T> da(a), db(b), dc(c0), dbias(bias);
+  test::DeviceArray<T> da(a.size()), db(b.size()), dc(c0.size()), dbias(bias.size());
+  da.upload(a.data()), db.upload(b.data()), dc.upload(c0.data()), dbias.upload(bias.data());
   size_t asked = 0;
   void* scratch_mem = nullptr;
   const GemmScratch scratch = [&](size_t bytes) {
@@ -92,7 +79,7 @@ void check_case(const Case& k, cublasHandle_t blas, cublasLtHandle_t lt, bool wi
     return scratch_mem;
   };
   const GemmCuda env{.blas = blas, .lt = lt, .stream = nullptr, .scratch = scratch};
-  const bool fused = gemm_cuda<T>(da.p, db.p, dc.p, p, env, with_bias ? dbias.p : nullptr);
+  const bool fused = gemm_cuda<T>(da.get(), db.get(), dc.get(), p, env, with_bias ? dbias.get() : nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
   cudaFree(scratch_mem);
   const bool expect_padded = std::is_same_v<T, __half> && k.padded;
@@ -105,7 +92,7 @@ void check_case(const Case& k, cublasHandle_t blas, cublasLtHandle_t lt, bool wi
   }
   const bool add_bias = with_bias && fused;  // unfused, the caller adds it afterwards
 
-  const std::vector<T> c = dc.download(c0.size());
+  const std::vector<T> c = dc.template download<T>();
   // Bound: FP32 accumulation (at most 2 ulps of 2^-24 per add, the tensor cores truncating) over the sum of |terms|,
   // plus the output's rounding (2^-11 relative in FP16); a dropped or doubled term (~S/K) is far above it for K < 2048.
   // FP16 with beta != 0: cuBLAS's FP16 epilogue rounds alpha op(A) op(B) to FP16 before adding beta C (and then the
