@@ -3,6 +3,8 @@
 # ab_prepare NAME A.tar.xz B.tar.xz APP: sets work=/tmp/NAME (emptied) and out=$OUT, archives the work folder
 # (without the bundles) as $out/NAME.tgz when the script exits, unpacks the two bundles under $work/a and $work/b,
 # checks that each holds bundle/bin/APP and records their commits in $work/commit_a.txt and commit_b.txt.
+# A may hold only bundle/commit and bundle/lib/libcnn.so (two whole bundles overrun the 64 MiB carry): side a then
+# runs B's binaries and other libraries on A's libcnn.so, which is where the kernels and layers live.
 # ab_run WORK SIDE LIMIT_S command...: the command in SIDE's bundle environment (its libraries first), time-limited.
 ab_prepare() {
   local name=$1 app=$4 side archive me
@@ -18,6 +20,13 @@ ab_prepare() {
     [ "$side" = b ] && archive=$3
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$work/$side" ||
       { echo "$me: cannot unpack $archive" >&2; return 2; }
+  done
+  if [ ! -e "$work/a/bundle/bin" ] && [ -f "$work/a/bundle/lib/libcnn.so" ]; then
+    cp -an "$work/b/bundle/." "$work/a/bundle/"  # no clobber: A keeps its libcnn.so and commit
+  fi
+  for side in a b; do
+    archive=$2
+    [ "$side" = b ] && archive=$3
     [ -x "$work/$side/bundle/bin/$app" ] || { echo "$me: $archive holds no bundle/bin/$app" >&2; return 2; }
     cp "$work/$side/bundle/commit" "$work/commit_$side.txt" 2>/dev/null
   done

@@ -3,7 +3,8 @@
 # B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so each
 # pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
 # usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL...
-#   A, B: bundles from scripts/device-bundle.sh (e.g. main's and a branch's, carried; two fit the 64 MiB carry).
+#   A, B: bundles from scripts/device-bundle.sh (e.g. main's and a branch's, carried). Two whole bundles overrun the
+#   64 MiB carry: A may be its bundle/commit and bundle/lib/libcnn.so alone (see ab_bundles.sh).
 # Results under $OUT: ab-train.tgz (suite logs, profiles); a summary last (the step and the op kinds, A then B).
 set -uo pipefail
 if [ $# -lt 3 ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
