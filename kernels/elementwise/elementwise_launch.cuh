@@ -16,16 +16,33 @@ namespace cnn::kernels {
 
 constexpr int kElementBlock = 256;
 
+// Accesses a thread issues before it computes any: about 16 bytes of each operand in flight per thread, so narrow
+// packs and single elements (a broadcast row of odd length, e.g. SLaK's 249 channels) keep as many bytes in flight
+// as 16-byte packs; the grid is sized for that many per thread.
+template <class T, int kN>
+constexpr int kAccessesInFlight = 16 / (kN * int(sizeof(T))) > 1 ? 16 / (kN * int(sizeof(T))) : 1;
+
 // y[i] = op(a[i], b[i % nb]) for i in [start, n); b may be null (unary ops). b's index is stepped with the loop (one
-// 64-bit modulo per thread, not per element).
+// 64-bit modulo per thread, not per element). A thread loads its kU elements i, i + step, ... before it stores any:
+// each element is still read and written by one thread, so y may alias a or b.
 template <class T, class Op>
 __global__ void element_kernel(const T* a, const T* b, T* y, int64_t start, int64_t n, int64_t nb, Op op) {
+  constexpr int kU = kAccessesInFlight<T, 1>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, step_b = step % nb;
   int64_t i = start + blockIdx.x * int64_t(blockDim.x) + threadIdx.x, ib = i % nb;
-  for (; i < n; i += step) {
-    y[i] = device_cast<T>(op(widen(a[i]), b != nullptr ? widen(b[ib]) : 0.f));
-    ib += step_b;
-    if (ib >= nb) ib -= nb;
+  for (; i < n; i += kU * step) {
+    float av[kU], bv[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const bool in = i + u * step < n;
+      av[u] = in ? widen(a[i + u * step]) : 0.f;
+      bv[u] = in && b != nullptr ? widen(b[ib]) : 0.f;
+      ib += step_b;
+      if (ib >= nb) ib -= nb;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (i + u * step < n) y[i + u * step] = device_cast<T>(op(av[u], bv[u]));
   }
 }
 
@@ -33,13 +50,25 @@ __global__ void element_kernel(const T* a, const T* b, T* y, int64_t start, int6
 // is contiguous.
 template <class T, int kN, class Op>
 __global__ void pack_kernel(const T* a, const T* b, T* y, int64_t packs, int64_t nb, Op op) {
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += int64_t(gridDim.x) * blockDim.x) {
-    float av[kN], bv[kN] = {};
-    cuda::load_n<kN>(a + p * kN, av);
-    if (b != nullptr) cuda::load_n<kN>(b + (p * kN) % nb, bv);
+  constexpr int kU = kAccessesInFlight<T, kN>;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += kU * step) {
+    float av[kU][kN], bv[kU][kN] = {};
 #pragma unroll
-    for (int k = 0; k < kN; ++k) av[k] = op(av[k], bv[k]);
-    cuda::store_n<kN>(y + p * kN, av);
+    for (int u = 0; u < kU; ++u) {
+      const int64_t q = p + u * step;
+      if (q >= packs) break;
+      cuda::load_n<kN>(a + q * kN, av[u]);
+      if (b != nullptr) cuda::load_n<kN>(b + (q * kN) % nb, bv[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t q = p + u * step;
+      if (q >= packs) break;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) av[u][k] = op(av[u][k], bv[u][k]);
+      cuda::store_n<kN>(y + q * kN, av[u]);
+    }
   }
 }
 
@@ -55,13 +84,15 @@ void launch_elementwise(const T* a, const T* b, T* y, int64_t n, int64_t nb, Op 
     if constexpr (kN > 1) {
       const int64_t packs = n / kN;
       if (packs == 0) return;
-      pack_kernel<T, kN, Op><<<grid_for(packs, kElementBlock, 32768), kElementBlock, 0, s>>>(a, b, y, packs, nb, op);
+      const int64_t threads = (packs + kAccessesInFlight<T, kN> - 1) / kAccessesInFlight<T, kN>;
+      pack_kernel<T, kN, Op><<<grid_for(threads, kElementBlock, 32768), kElementBlock, 0, s>>>(a, b, y, packs, nb, op);
       CNN_CHECK_LAUNCH(what);
       done = packs * kN;
     }
   });
   if (done < n) {
-    element_kernel<T, Op><<<grid_for(n - done, kElementBlock, 32768), kElementBlock, 0, s>>>(a, b, y, done, n, nb, op);
+    const int64_t threads = (n - done + kAccessesInFlight<T, 1> - 1) / kAccessesInFlight<T, 1>;
+    element_kernel<T, Op><<<grid_for(threads, kElementBlock, 32768), kElementBlock, 0, s>>>(a, b, y, done, n, nb, op);
     CNN_CHECK_LAUNCH(what);
   }
 }
