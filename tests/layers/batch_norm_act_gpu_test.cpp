@@ -58,10 +58,14 @@ TEST_P(BatchNormActGpu, ManyRowsOffsetValues) {
   // normalised values (|y| <~ 2); f16 inputs carry 50's f16 spacing (0.03), identical on both sides. FP32 bound
   // 3e-3: dgamma = sum(dy * (x - mean) * rstd) is ~17 here out of sum|dy| ~ 3e4, so each side's FP32 mean error
   // (a few ulps of 50, ~1e-5) enters it as mean error * rstd * |sum dy| (~260): up to ~1e-2 absolute, 1e-3 relative.
-  EXPECT_TRUE(test::compare_gpu_cpu(
-      op, {test::random_input({2, 257, 131, 72}, 5, true, 49, 51), test::random_input({72}, 6),
-           test::random_input({72}, 7)},
-      test::gpu_compare_options(t, 3e-3, 3e-2, 5e-3)));
+  // C = 72 (16-byte packs), 124 (f16: 8-byte packs) and 75 (single elements): each pack width of the passes, with
+  // every thread of the elementwise passes walking many rows.
+  for (int64_t c : {int64_t(72), int64_t(124), int64_t(75)})
+    EXPECT_TRUE(test::compare_gpu_cpu(
+        op, {test::random_input({2, 257, 131, c}, 5, true, 49, 51), test::random_input({c}, 6),
+             test::random_input({c}, 7)},
+        test::gpu_compare_options(t, 3e-3, 3e-2, 5e-3)))
+        << "C " << c;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BatchNormActGpu, ::testing::Values(DType::f32, DType::f16),
