@@ -41,15 +41,12 @@ __global__ void bn_stats_combine_kernel(const float* __restrict__ part_mean, con
                                         float* __restrict__ mean, float* __restrict__ rstd, float* running_mean,
                                         float* running_var, bool update, float momentum) {
   __shared__ Welford partial[kCombineSplit][32];
-  const int64_t ch = blockIdx.x * 32 + threadIdx.x;
+  const int64_t ch = combine_column();
   Welford w;
   if (ch < c) {
-    int64_t k0, k1;
-    combine_range(chunks, k0, k1);
-    for (int64_t k = k0; k < k1; ++k) {
-      const float n = float(min(per_chunk, rows - k * per_chunk));
-      w = welford_merge(w, Welford{n, part_mean[k * c + ch], part_m2[k * c + ch]});
-    }
+    fold_chunk_range<2>({part_mean, part_m2}, chunks, c, ch, [&](int64_t k, const float(&v)[2]) {
+      w = welford_merge(w, Welford{float(min(per_chunk, rows - k * per_chunk)), v[0], v[1]});
+    });
   }
   partial[threadIdx.y][threadIdx.x] = w;
   __syncthreads();

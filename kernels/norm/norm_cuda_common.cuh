@@ -9,6 +9,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
 #include "core/cuda_pack.cuh"
+#include "kernels/common/chunk_combine.cuh"
 #include "kernels/norm/norm_cuda.h"
 #include "kernels/norm/welford.h"
 
@@ -112,47 +113,19 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
   }
 }
 
-// The combine kernels: blocks of 32 channels x kCombineSplit warps. Warp j takes the j-th contiguous range of chunks
-// and folds it in chunk order; warp 0 then folds the kCombineSplit results in order. The order depends only on the
-// shape, so the results are reproducible; the chains are kCombineSplit times shorter than one thread per channel.
-constexpr int kCombineSplit = 8;
-inline dim3 combine_grid(int64_t c) { return dim3(unsigned((c + 31) / 32)); }
-inline const dim3 kCombineBlock(32, kCombineSplit);
-
-__device__ __forceinline__ void combine_range(int64_t chunks, int64_t& k0, int64_t& k1) {
-  const int64_t per = (chunks + kCombineSplit - 1) / kCombineSplit;
-  k0 = min(chunks, threadIdx.y * per);
-  k1 = min(chunks, k0 + per);
-}
-
 // Ordered combine of the gradient partials: FP32 sums for the dx pass, T copies for the outputs (if non-null).
 template <class T>
 __global__ void grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
                                     int64_t c, float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma,
                                     T* dbeta) {
-  __shared__ float partial[2][kCombineSplit][32];
-  const int64_t ch = blockIdx.x * 32 + threadIdx.x;
-  float s0 = 0.f, s1 = 0.f;
-  if (ch < c) {
-    int64_t k0, k1;
-    combine_range(chunks, k0, k1);
-    for (int64_t k = k0; k < k1; ++k) {
-      s0 += part0[k * c + ch];
-      s1 += part1[k * c + ch];
-    }
-  }
-  partial[0][threadIdx.y][threadIdx.x] = s0;
-  partial[1][threadIdx.y][threadIdx.x] = s1;
-  __syncthreads();
+  float s[2];
+  combine_sums<2>({part0, part1}, chunks, c, s);
+  const int64_t ch = combine_column();
   if (threadIdx.y != 0 || ch >= c) return;
-  for (int j = 1; j < kCombineSplit; ++j) {
-    s0 += partial[0][j][threadIdx.x];
-    s1 += partial[1][j][threadIdx.x];
-  }
-  sum0[ch] = s0;
-  sum1[ch] = s1;
-  if (dgamma) dgamma[ch] = device_cast<T>(s0);
-  if (dbeta) dbeta[ch] = device_cast<T>(s1);
+  sum0[ch] = s[0];
+  sum1[ch] = s[1];
+  if (dgamma) dgamma[ch] = device_cast<T>(s[0]);
+  if (dbeta) dbeta[ch] = device_cast<T>(s[1]);
 }
 
 // Blocks of the column partial kernel: one thread per pack, up to kColThreads packs, whole warps.

@@ -1,6 +1,10 @@
 // CUDA sum reductions: kernels (block partials, ordered combine), launchers, entries.
+#include <algorithm>
+
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "core/cuda_pack.cuh"
+#include "kernels/common/chunk_combine.cuh"
 #include "kernels/reduce/reduce_cuda.h"
 
 namespace cnn::kernels {
@@ -9,24 +13,21 @@ namespace {
 
 constexpr int kAllBlock = 256;
 constexpr int64_t kAllMaxBlocks = 1024;
-constexpr int kColTile = 32;   // columns per block of sum_rows (one warp wide)
-constexpr int kRowLanes = 8;   // row-parallel threads per column
-constexpr int64_t kRowsMaxSplits = 1024;
-constexpr int64_t kTargetBlocks = 264;  // about two blocks per SM of an H200
+constexpr int kColTile = 32;   // packs of columns per block of sum_rows (one warp wide)
+constexpr int kRowLanes = 8;   // row-parallel threads per column pack
+constexpr int kRowLoads = 4;   // rows a thread loads before adding them: four loads in flight
+constexpr int64_t kSplitRows = 256;        // rows per split at least (the partial per column is 1/256 of the data)
+constexpr int64_t kRowsMaxSplits = 256;    // splits at most: one load round per warp of the combine (32 x 8)
 
 int64_t all_blocks(int64_t n) {
   const int64_t b = (n + kAllBlock * 4 - 1) / (kAllBlock * 4);
   return b < 1 ? 1 : (b > kAllMaxBlocks ? kAllMaxBlocks : b);
 }
 
-int64_t row_splits(int64_t rows, int64_t cols) {
-  const int64_t col_blocks = (cols + kColTile - 1) / kColTile;
-  int64_t s = (kTargetBlocks + col_blocks - 1) / col_blocks;
-  const int64_t max_useful = (rows + kRowLanes - 1) / kRowLanes;
-  if (s > max_useful) s = max_useful;
-  if (s > kRowsMaxSplits) s = kRowsMaxSplits;
-  return s < 1 ? 1 : s;
-}
+// Row splits of sum_rows, from the rows alone (the workspace size must not depend on the pointers' alignment, which
+// sets the pack width): SLaK-T's and ConvNeXt's bias gradients (4096 to 262144 rows of 124 to 3992 columns) get 16 to
+// 256 splits, 256 to 1000 blocks of 256 threads with the column packs.
+int64_t row_splits(int64_t rows) { return std::clamp<int64_t>((rows + kSplitRows - 1) / kSplitRows, 1, kRowsMaxSplits); }
 
 __device__ float block_sum(float v) {
   __shared__ float warp_sums[32];
@@ -60,44 +61,63 @@ __global__ void sum_all_combine_kernel(const float* __restrict__ partial, int64_
   if (threadIdx.x == 0) y[0] = device_cast<T>(alpha * s);
 }
 
-// Block (kColTile, kRowLanes) sums column tile blockIdx.x over row split blockIdx.y.
-template <class T>
+// Block (kColTile, kRowLanes): thread x sums the kN columns of pack x of column tile blockIdx.x over the rows of split
+// blockIdx.y, row lane y taking every kRowLanes-th row, kRowLoads rows loaded before they are added; the row lanes'
+// sums are then added in lane order.
+template <class T, int kN>
 __global__ void sum_rows_partial_kernel(const T* __restrict__ x, int64_t rows, int64_t cols, int64_t rows_per_split,
                                         float* __restrict__ partial) {
-  __shared__ float tile[kRowLanes][kColTile + 1];
-  const int64_t c = blockIdx.x * int64_t(kColTile) + threadIdx.x;
+  __shared__ float tile[kRowLanes][kColTile * kN + 1];
+  const int64_t c0 = (blockIdx.x * int64_t(kColTile) + threadIdx.x) * kN;
   const int64_t r0 = blockIdx.y * rows_per_split;
   const int64_t r1 = min(rows, r0 + rows_per_split);
-  float s = 0.f;
-  if (c < cols) {
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes) s += widen(x[r * cols + c]);
+  float s[kN] = {};
+  if (c0 < cols) {
+    int64_t r = r0 + threadIdx.y;
+    for (; r + (kRowLoads - 1) * kRowLanes < r1; r += kRowLoads * kRowLanes) {
+      float v[kRowLoads][kN];
+#pragma unroll
+      for (int u = 0; u < kRowLoads; ++u) cuda::load_n<kN>(x + (r + u * kRowLanes) * cols + c0, v[u]);
+#pragma unroll
+      for (int u = 0; u < kRowLoads; ++u) {
+#pragma unroll
+        for (int k = 0; k < kN; ++k) s[k] += v[u][k];
+      }
+    }
+    for (; r < r1; r += kRowLanes) {
+      float v[kN];
+      cuda::load_n<kN>(x + r * cols + c0, v);
+#pragma unroll
+      for (int k = 0; k < kN; ++k) s[k] += v[k];
+    }
   }
-  tile[threadIdx.y][threadIdx.x] = s;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) tile[threadIdx.y][threadIdx.x * kN + k] = s[k];
   __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    float t = 0.f;
-    for (int k = 0; k < kRowLanes; ++k) t += tile[k][threadIdx.x];
-    partial[blockIdx.y * cols + c] = t;
+  if (threadIdx.y == 0 && c0 < cols) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      float t = 0.f;
+      for (int j = 0; j < kRowLanes; ++j) t += tile[j][threadIdx.x * kN + k];
+      partial[blockIdx.y * cols + c0 + k] = t;
+    }
   }
 }
 
 template <class T>
 __global__ void sum_rows_combine_kernel(const float* __restrict__ partial, int64_t splits, int64_t cols, float alpha,
                                         T* __restrict__ y) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int64_t k = 0; k < splits; ++k) s += partial[k * cols + c];
-    y[c] = device_cast<T>(alpha * s);
-  }
+  float s[1];
+  combine_sums<1>({partial}, splits, cols, s);
+  const int64_t c = combine_column();
+  if (threadIdx.y == 0 && c < cols) y[c] = device_cast<T>(alpha * s[0]);
 }
 
 }  // namespace
 
 size_t sum_all_workspace_bytes(int64_t n) { return size_t(all_blocks(n)) * sizeof(float); }
 
-size_t sum_rows_workspace_bytes(int64_t rows, int64_t cols) {
-  return size_t(row_splits(rows, cols) * cols) * sizeof(float);
-}
+size_t sum_rows_workspace_bytes(int64_t rows, int64_t cols) { return size_t(row_splits(rows) * cols) * sizeof(float); }
 
 template <class T>
 void sum_all_cuda(const T* x, T* y, int64_t n, float alpha, float* workspace, cudaStream_t stream) {
@@ -112,16 +132,17 @@ void sum_all_cuda(const T* x, T* y, int64_t n, float alpha, float* workspace, cu
 template <class T>
 void sum_rows_cuda(const T* x, T* y, int64_t rows, int64_t cols, float alpha, float* workspace, cudaStream_t stream) {
   CNN_CHECK(rows >= 0 && cols >= 1, "sum_rows_cuda: expected rows >= 0 and cols >= 1, got ", rows, " x ", cols);
-  const int64_t splits = row_splits(rows, cols);
-  const int64_t rows_per_split = (rows + splits - 1) / splits;
-  const int64_t col_blocks = (cols + kColTile - 1) / kColTile;
-  CNN_CHECK(col_blocks < (int64_t(1) << 31), "sum_rows_cuda: too many columns ", cols);
-  const dim3 grid{unsigned(col_blocks), unsigned(splits), 1u};
-  sum_rows_partial_kernel<T><<<grid, dim3(kColTile, kRowLanes), 0, stream>>>(x, rows, cols,
-                                                                            rows_per_split < 1 ? 1 : rows_per_split,
-                                                                            workspace);
+  const int64_t splits = row_splits(rows);
+  const int64_t rows_per_split = std::max<int64_t>(1, (rows + splits - 1) / splits);
+  cuda::with_pack<T>(cols, cuda::common_alignment(x), [&](auto pack) {
+    constexpr int kN = decltype(pack)::value;
+    const int64_t col_blocks = (cols / kN + kColTile - 1) / kColTile;
+    CNN_CHECK(col_blocks < (int64_t(1) << 31), "sum_rows_cuda: too many columns ", cols);
+    sum_rows_partial_kernel<T, kN><<<dim3(unsigned(col_blocks), unsigned(splits)), dim3(kColTile, kRowLanes), 0,
+                                     stream>>>(x, rows, cols, rows_per_split, workspace);
+  });
   CNN_CHECK_LAUNCH("sum_rows_partial_kernel");
-  sum_rows_combine_kernel<T><<<grid_for(cols, 256), 256, 0, stream>>>(workspace, splits, cols, alpha, y);
+  sum_rows_combine_kernel<T><<<combine_grid(cols), kCombineBlock, 0, stream>>>(workspace, splits, cols, alpha, y);
   CNN_CHECK_LAUNCH("sum_rows_combine_kernel");
 }
 

@@ -47,6 +47,13 @@ TEST_P(OpsGpu, Reductions) {
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::sum_except_last(tp, in[0]); },
                                     {test::random_input({2, 17, 34, 72}, 3)},
                                     test::gpu_compare_options(t, 1e-4, 5e-2)));
+  // Each pack width of the column sums (f16: 8 halves at 72, 4 at 124, 2 at 998, 1 at 75; f32: 4, 4, 2, 1) and many
+  // row splits with a partial last group (20011 rows: 79 splits of 254 rows): sums of up to 20011 values |x| <= 1 in
+  // FP32 blocks of <= 32 rows per thread against the CPU's double sums, ~1e-6 relative apart; f16 rounds each sum once.
+  for (const Shape& s : {Shape{3001, 124}, Shape{3, 401, 998}, Shape{20011, 75}})
+    EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::sum_except_last(tp, in[0]); },
+                                      {test::random_input(s, 5)}, test::gpu_compare_options(t, 1e-4, 5e-2)))
+        << shape_str(s);
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::mean_except_last(tp, in[0]); },
                                     {test::random_input({1000, 3}, 4)}, test::gpu_compare_options(t, 1e-5, 2e-3)));
 }
