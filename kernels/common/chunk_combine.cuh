@@ -15,6 +15,7 @@ namespace cnn::kernels {
 
 constexpr int kCombineSplit = 32;
 constexpr int kCombineLoads = 8;
+constexpr int kCombineThreads = 32 * kCombineSplit;  // the combine kernels' __launch_bounds__: <= 64 registers
 inline dim3 combine_grid(int64_t c) { return dim3(unsigned((c + 31) / 32)); }
 inline const dim3 kCombineBlock(32, kCombineSplit);
 

@@ -36,7 +36,7 @@ constexpr int kElemBlock = 256;  // threads of the elementwise kernels
 
 // Merges the chunks' Welford partials (chunk k holds min(per_chunk, rows - k per_chunk) rows), then writes mean and
 // rstd and updates the running statistics.
-__global__ void bn_stats_combine_kernel(const float* __restrict__ part_mean, const float* __restrict__ part_m2,
+__global__ void __launch_bounds__(kCombineThreads) bn_stats_combine_kernel(const float* __restrict__ part_mean, const float* __restrict__ part_m2,
                                         int64_t chunks, int64_t per_chunk, int64_t c, int64_t rows, float eps,
                                         float* __restrict__ mean, float* __restrict__ rstd, float* running_mean,
                                         float* running_var, bool update, float momentum) {

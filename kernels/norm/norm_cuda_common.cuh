@@ -115,7 +115,7 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
 
 // Ordered combine of the gradient partials: FP32 sums for the dx pass, T copies for the outputs (if non-null).
 template <class T>
-__global__ void grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
+__global__ void __launch_bounds__(kCombineThreads) grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
                                     int64_t c, float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma,
                                     T* dbeta) {
   float s[2];

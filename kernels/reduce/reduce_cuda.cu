@@ -105,7 +105,7 @@ __global__ void sum_rows_partial_kernel(const T* __restrict__ x, int64_t rows, i
 }
 
 template <class T>
-__global__ void sum_rows_combine_kernel(const float* __restrict__ partial, int64_t splits, int64_t cols, float alpha,
+__global__ void __launch_bounds__(kCombineThreads) sum_rows_combine_kernel(const float* __restrict__ partial, int64_t splits, int64_t cols, float alpha,
                                         T* __restrict__ y) {
   float s[1];
   combine_sums<1>({partial}, splits, cols, s);
