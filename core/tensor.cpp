@@ -352,10 +352,13 @@ Tensor& Tensor::add_(const Tensor& x, double alpha) {
   CNN_CHECK(dtype_is_floating(dtype_), "Tensor::add_: expected a floating destination, got ", str());
   CNN_CHECK(x.device() == device(), "Tensor::add_: device mismatch, this ", str(), ", x ", x.str());
   CNN_CHECK(is_contiguous(), "Tensor::add_: destination must be contiguous, got ", str());
-  const Tensor xs = x.to(dtype_).contiguous();
   if (numel_ == 0) return *this;
+  // A CUDA f16 / bf16 gradient adds into an FP32 accumulator as it is loaded: no converted copy.
+  const bool widen_on_load = device().is_cuda() && dtype_ == DType::f32 &&
+                             (x.dtype() == DType::f16 || x.dtype() == DType::bf16) && x.is_contiguous();
+  const Tensor xs = widen_on_load ? x : x.to(dtype_).contiguous();
   if (device().is_cuda()) {
-    detail::cuda_axpy(device().index, xs.data_ptr(), data_ptr(), dtype_, numel_, alpha);
+    detail::cuda_axpy(device().index, xs.data_ptr(), xs.dtype(), data_ptr(), dtype_, numel_, alpha);
     return *this;
   }
   dispatch_dtype(dtype_, [&](auto tag) {

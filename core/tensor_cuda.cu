@@ -58,11 +58,13 @@ __global__ void random_kernel(T* __restrict__ dst, int64_t n, RandomParams p) {
   }
 }
 
-// y += alpha x over whole 16-byte packs (f32, f16, bf16; aligned pointers); x may alias y.
-template <class T>
-__global__ void axpy_pack_kernel(const T* x, T* y, int64_t packs, float alpha) {
-  constexpr int kN = cuda::Pack<T>::kN;
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += int64_t(gridDim.x) * blockDim.x) {
+// y += alpha x in one launch: kN-element packs (aligned pointers), then the n % kN tail elements, one thread each.
+// x may alias y when both have one type; x narrower than y (f16 / bf16 into f32: gradient accumulation into FP32
+// leaves) is widened as it is loaded, with no converted copy.
+template <class TX, class TY, int kN>
+__global__ void axpy_kernel(const TX* x, TY* y, int64_t n, float alpha) {
+  const int64_t packs = n / kN, t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  for (int64_t p = t; p < packs; p += int64_t(gridDim.x) * blockDim.x) {
     float xv[kN], yv[kN];
     cuda::load_n<kN>(x + p * kN, xv);
     cuda::load_n<kN>(y + p * kN, yv);
@@ -70,13 +72,27 @@ __global__ void axpy_pack_kernel(const T* x, T* y, int64_t packs, float alpha) {
     for (int k = 0; k < kN; ++k) yv[k] = yv[k] + alpha * xv[k];
     cuda::store_n<kN>(y + p * kN, yv);
   }
+  const int64_t i = packs * kN + t;
+  if (i < n) y[i] = device_cast<TY>(widen(y[i]) + alpha * widen(x[i]));
 }
 
-template <class T, class A>
-__global__ void axpy_kernel(const T* x, T* y, int64_t n, A alpha) {  // x may alias y (y *= 1 + alpha)
+__global__ void axpy_f64_kernel(const double* x, double* y, int64_t n, double alpha) {  // x may alias y
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = device_cast<T>(widen(y[i]) + alpha * widen(x[i]));
+    y[i] = y[i] + alpha * x[i];
   }
+}
+
+// kN = the elements of one 16-byte access of y (x then moves kN of its own in one access too), or 1 if a pointer is
+// not 16-byte aligned.
+template <class TX, class TY>
+void launch_axpy(const TX* x, TY* y, int64_t n, float alpha, cudaStream_t s) {
+  constexpr int kN = cuda::Pack<TY>::kN;
+  if (cuda::packs_ok(x, y)) {
+    axpy_kernel<TX, TY, kN><<<grid_for(std::max<int64_t>(n / kN, 1), kBlock, 32768), kBlock, 0, s>>>(x, y, n, alpha);
+  } else {
+    axpy_kernel<TX, TY, 1><<<grid_for(n, kBlock, 32768), kBlock, 0, s>>>(x, y, n, alpha);
+  }
+  CNN_CHECK_LAUNCH("axpy_kernel");
 }
 
 template <int kBytes>
@@ -151,31 +167,24 @@ void cuda_random(int device, void* dst, DType t, int64_t n, const RandomParams& 
   });
 }
 
-void cuda_axpy(int device, const void* x, void* y, DType t, int64_t n, double alpha) {
+void cuda_axpy(int device, const void* x, DType tx, void* y, DType t, int64_t n, double alpha) {
   if (n == 0) return;
   CudaDeviceGuard guard(device);
   cudaStream_t s = cuda_context(Device::cuda(device)).compute_stream();
+  if (tx != t) {
+    CNN_CHECK(t == DType::f32 && (tx == DType::f16 || tx == DType::bf16), "Tensor::add_: adds ", dtype_name(tx),
+              " into ", dtype_name(t), " only by a converted copy (f16 / bf16 into f32 directly)");
+    if (tx == DType::f16) return launch_axpy(static_cast<const __half*>(x), static_cast<float*>(y), n, float(alpha), s);
+    return launch_axpy(static_cast<const __nv_bfloat16*>(x), static_cast<float*>(y), n, float(alpha), s);
+  }
   dispatch_dtype_cuda(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, double>) {
-      axpy_kernel<T, double><<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), n,
-                                                                    alpha);
-      CNN_CHECK_LAUNCH("axpy_kernel");
+      axpy_f64_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<const double*>(x), static_cast<double*>(y), n,
+                                                             alpha);
+      CNN_CHECK_LAUNCH("axpy_f64_kernel");
     } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-      const T* xt = static_cast<const T*>(x);
-      T* yt = static_cast<T*>(y);
-      constexpr int kN = cuda::Pack<T>::kN;
-      const int64_t packs = cuda::packs_ok(xt, yt) ? n / kN : 0;
-      if (packs > 0) {
-        axpy_pack_kernel<T><<<grid_for(packs, kBlock, 32768), kBlock, 0, s>>>(xt, yt, packs, float(alpha));
-        CNN_CHECK_LAUNCH("axpy_pack_kernel");
-      }
-      if (packs * kN < n) {
-        const int64_t done = packs * kN;
-        axpy_kernel<T, float><<<grid_for(n - done, kBlock), kBlock, 0, s>>>(xt + done, yt + done, n - done,
-                                                                            float(alpha));
-        CNN_CHECK_LAUNCH("axpy_kernel");
-      }
+      launch_axpy(static_cast<const T*>(x), static_cast<T*>(y), n, float(alpha), s);
     } else {
       throw Error(str_cat("Tensor::add_: expected a floating dtype, got ", dtype_name(t)));
     }

@@ -36,8 +36,8 @@ void cuda_convert(int device, const void* src, DType src_t, void* dst, DType dst
 // Sets n elements of elem_size bytes to the bit pattern `value`.
 void cuda_fill(int device, void* dst, uint64_t value, int elem_size, int64_t n);
 void cuda_random(int device, void* dst, DType t, int64_t n, const RandomParams& p);
-// y += alpha * x over n contiguous elements of floating dtype t.
-void cuda_axpy(int device, const void* x, void* y, DType t, int64_t n, double alpha);
+// y += alpha * x over n contiguous elements: x of floating dtype tx, y of t; tx == t, or f16 / bf16 into f32.
+void cuda_axpy(int device, const void* x, DType tx, void* y, DType t, int64_t n, double alpha);
 // Contiguous bytes between any two devices (at least one cuda); returns when the data is usable by the host
 // (device->host) or ordered on the destination's compute stream (host->device, device->device).
 void cuda_memcpy(const void* src, Device src_dev, void* dst, Device dst_dev, int64_t bytes);

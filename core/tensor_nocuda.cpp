@@ -14,7 +14,7 @@ void cuda_strided_copy(int, const void*, void*, const StridedCopy&) { no_cuda("T
 void cuda_convert(int, const void*, DType, void*, DType, int64_t) { no_cuda("Tensor dtype conversion on cuda"); }
 void cuda_fill(int, void*, uint64_t, int, int64_t) { no_cuda("Tensor::fill_ on cuda"); }
 void cuda_random(int, void*, DType, int64_t, const RandomParams&) { no_cuda("Tensor random init on cuda"); }
-void cuda_axpy(int, const void*, void*, DType, int64_t, double) { no_cuda("Tensor::add_ on cuda"); }
+void cuda_axpy(int, const void*, DType, void*, DType, int64_t, double) { no_cuda("Tensor::add_ on cuda"); }
 void cuda_memcpy(const void*, Device, void*, Device, int64_t) { no_cuda("Tensor device copy"); }
 
 }  // namespace cnn::detail

@@ -73,6 +73,9 @@ void grad_norm_cuda(int device, const std::vector<GradTensor>& grads, float max_
 void scale_grads_cpu(const std::vector<GradTensor>& grads, const float* factor);
 void scale_grads_cuda(int device, const std::vector<GradTensor>& grads, const float* factor);
 
+// g <- 0 for every tensor, a batch of tensors per launch (one fill per tensor costs a launch each: SLaK-T has 308).
+void zero_grads_cuda(int device, const std::vector<GradTensor>& grads);
+
 // One scaler update from state[kFoundInf]: backoff (floored at min_scale), reset tracker and count the skip on
 // overflow; else count a clean step and grow (capped at max_scale) after growth_interval clean steps.
 void scaler_update_cpu(float* state, const ScalerConfig& c);

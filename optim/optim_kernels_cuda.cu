@@ -116,6 +116,16 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+__global__ void __launch_bounds__(kBlock) zero_grads_kernel(const __grid_constant__ GradBatch b) {
+  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
+    const int k = find_slot(b, ch);
+    float* g = b.slot[k].g;
+    int64_t begin, end;
+    chunk_range(b, k, ch, begin, end);
+    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) g[i] = 0.0f;
+  }
+}
+
 // Sum of a float over the block (valid in thread 0); ends with a barrier so the scratch can be reused.
 __device__ float block_sum(float v) {
   __shared__ float warp_sums[kBlock / 32];
@@ -259,6 +269,16 @@ void scale_grads_cuda(int device, const std::vector<GradTensor>& grads, const fl
   for (const GradBatch& b : make_batches<GradTensor, kGradMax>(grads, "scale_grads_cuda")) {
     scale_grads_kernel<<<grid_of(b), kBlock, 0, stream>>>(b, factor);
     CNN_CHECK_LAUNCH("scale_grads_kernel");
+  }
+}
+
+void zero_grads_cuda(int device, const std::vector<GradTensor>& grads) {
+  check_grads(grads, "zero_grads_cuda");
+  CudaDeviceGuard guard(device);
+  cudaStream_t stream = cuda_context(Device::cuda(device)).compute_stream();
+  for (const GradBatch& b : make_batches<GradTensor, kGradMax>(grads, "zero_grads_cuda")) {
+    zero_grads_kernel<<<grid_of(b), kBlock, 0, stream>>>(b);
+    CNN_CHECK_LAUNCH("zero_grads_kernel");
   }
 }
 

@@ -15,6 +15,7 @@ void adamw_step_cuda(int, const std::vector<AdamWTensor>&, const AdamWArgs&) { n
 void unscale_check_cuda(int, const std::vector<GradTensor>&, const float*, float*) { no_cuda("unscale_and_check"); }
 void grad_norm_cuda(int, const std::vector<GradTensor>&, float, float*) { no_cuda("grad_norm"); }
 void scale_grads_cuda(int, const std::vector<GradTensor>&, const float*) { no_cuda("scale_grads"); }
+void zero_grads_cuda(int, const std::vector<GradTensor>&) { no_cuda("zero_grad"); }
 void scaler_update_cuda(int, float*, const ScalerConfig&) { no_cuda("loss scaler update"); }
 
 }  // namespace cnn::optim

@@ -1,6 +1,7 @@
 // Parameter list validation, zero_grad and gradient scaling (dispatch to the multi-tensor kernels).
 #include "optim/param.h"
 
+#include <map>
 #include <set>
 
 namespace cnn::optim {
@@ -38,11 +39,19 @@ std::vector<GradTensor> grad_tensors(const std::vector<ParamRef>& params, const 
   return out;
 }
 
+// CUDA FP32 gradients are zeroed by the multi-tensor kernel, a launch per batch of tensors; others one by one.
 void zero_grad(const std::vector<ParamRef>& params) {
+  std::map<int, std::vector<GradTensor>> cuda_grads;  // by device index
   for (const ParamRef& r : params) {
     Tensor p = r.param;  // a handle sharing the parameter's autograd state
-    p.zero_grad();
+    const Tensor g = p.grad();
+    if (g.defined() && g.device().is_cuda() && g.dtype() == DType::f32 && g.is_contiguous()) {
+      cuda_grads[g.device().index].push_back(GradTensor{g.data<float>(), g.numel()});
+    } else {
+      p.zero_grad();
+    }
   }
+  for (const auto& [device, grads] : cuda_grads) zero_grads_cuda(device, grads);
 }
 
 Tensor scalar_tensor(float value, Device device, const std::string& label) {

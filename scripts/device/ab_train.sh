@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of two builds on whole training steps, in one GPU call: the GPU suites (core, layers, models, kernels) of build
+# A/B of two builds on whole training steps, in one GPU call: the GPU suites (core, optim, layers, models, kernels) of build
 # B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so each
 # pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
 # usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL...
@@ -20,7 +20,7 @@ export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 cd "$root"
 summary=()
 run() { ab_run "$work" "$@"; }  # run SIDE LIMIT_S command...
-for t in core layers models kernels; do
+for t in core optim layers models kernels; do
   run b 200 "$work/b/bundle/bin/${t}_tests" --gtest_filter='*Gpu*' > "$work/b_${t}_tests.log" 2>&1
   summary+=("B ${t}_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$work/b_${t}_tests.log" | tr '\n' ' ')")
 done

@@ -47,6 +47,35 @@ TEST(TensorGpu, ViewsCopiesAndConversionOnDevice) {
   EXPECT_EQ(acc.to(Device::cpu()).to_vector<float>(), std::vector<float>(7, 2.f));
 }
 
+TEST(TensorGpu, AddIntoFp32MatchesCpuBitwise) {
+  CNN_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  // y += alpha x: same types (f32, f16, bf16, f64) and f16 / bf16 widened into f32 as loaded, over sizes with and
+  // without a tail after the 16-byte packs, on aligned tensors and on views one element in (no packs). Both sides
+  // widen exactly and alpha = -0.5 makes alpha x exact, so y + alpha x rounds once on both (the GPU's fused
+  // multiply-add included) and the results match bit for bit.
+  const std::pair<DType, DType> kinds[] = {{DType::f32, DType::f32}, {DType::f16, DType::f16},
+                                           {DType::bf16, DType::bf16}, {DType::f64, DType::f64},
+                                           {DType::f16, DType::f32}, {DType::bf16, DType::f32}};
+  for (const auto& [tx, ty] : kinds) {
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(4099), int64_t(100003)}) {
+      for (int64_t offset : {int64_t(0), int64_t(1)}) {
+        Tensor x = Tensor::empty({n + offset}, DType::f32), y = Tensor::empty({n + offset}, DType::f32);
+        x.uniform_(11, 0, -2.0, 2.0);
+        y.uniform_(12, 0, -2.0, 2.0);
+        Tensor xc = x.to(tx).slice(0, offset, n + offset), yc = y.to(ty).slice(0, offset, n + offset).contiguous();
+        Tensor xg = x.to(tx).to(gpu).slice(0, offset, n + offset);
+        Tensor yg_full = y.to(ty).to(gpu);
+        Tensor yg = yg_full.slice(0, offset, n + offset);
+        yc.add_(xc, -0.5);
+        yg.add_(xg, -0.5);
+        EXPECT_TRUE(test::bitwise_equal(yc, yg.contiguous(),
+                                        str_cat(dtype_name(tx), " into ", dtype_name(ty), " n=", n, " offset=", offset)));
+      }
+    }
+  }
+}
+
 TEST(TensorGpu, PhiloxInitBitIdenticalToCpu) {
   CNN_REQUIRE_GPU();
   const Device gpu = Device::cuda(0);

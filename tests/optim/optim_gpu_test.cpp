@@ -130,6 +130,25 @@ TEST(OptimGpu, UnscaleDetectsInfAndNanInAnyBatch) {
   }
 }
 
+TEST(OptimGpu, ZeroGradClearsEveryBatchAndNonFiniteValues) {
+  CNN_REQUIRE_GPU();
+  std::vector<ParamRef> pg = make_params(Device::cuda(0));
+  set_grads(pg, 3, 1.0);
+  // The multi-tensor zero stores zeros (a product with 0 would keep a NaN): a NaN and an inf in both batches.
+  pg[0].param.grad().fill_(std::nan(""));
+  Tensor last = pg[125].param.grad();
+  last.slice(0, last.numel() - 1, last.numel()).fill_(std::numeric_limits<double>::infinity());
+  Tensor no_grad = pg[7].param;  // a parameter without a gradient keeps none
+  no_grad.reset_grad();
+  zero_grad(pg);
+  EXPECT_FALSE(pg[7].param.grad().defined());
+  for (size_t i = 0; i < pg.size(); ++i) {
+    if (i == 7) continue;
+    const Tensor g = pg[i].param.grad();
+    ASSERT_TRUE(test::bitwise_equal(g, Tensor::zeros(g.shape(), DType::f32, g.device()), "zeroed " + pg[i].name));
+  }
+}
+
 TEST(OptimGpu, LossScalerAndSkippedStepsInLockstepWithCpu) {
   CNN_REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
