@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A/B of two builds on whole training steps, in one GPU call: the GPU suites (core, optim, layers, models, kernels) of build
-# B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so each
+# A/B of two builds on whole training steps, in one GPU call: the GPU suites (core, optim, layers, models, kernels) of
+# build B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so each
 # pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
 # usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL...
 #   A, B: bundles from scripts/device-bundle.sh (e.g. main's and a branch's, carried). Two whole bundles overrun the
