@@ -45,8 +45,8 @@ constexpr int kLinesPerThread = (kSpanBytes / 16 + 2 + kThreads - 1) / kThreads;
 
 // Elements of the global range [g0, g1) (g0 at offset m of its line in `s`) to or from shared memory: whole lines
 // that lie inside [lo, hi) as one 16-byte access, the rest element by element. G = const T: load; G = T: store.
-// A load issues all of a thread's whole lines before it stages them: one line at a time left each thread waiting on
-// one DRAM round trip after another (the kernels ran at ~2 TB/s on the H200).
+// A load issues all of a thread's whole lines before it stages them: one line at a time leaves each thread waiting on
+// one DRAM round trip after another.
 template <class G, class T>
 __device__ void move_lines(G* g, T* s, int64_t g0, int64_t g1, int64_t lo, int64_t hi, int m) {
   constexpr bool kLoad = std::is_const_v<G>;

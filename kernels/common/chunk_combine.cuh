@@ -4,7 +4,7 @@
 // the kCombineSplit results in order: the order depends only on the shape, so the sums are reproducible.
 // A combine moves little data (a few KB per column at most) and is bound by the latency of its loads, so the chunks
 // are spread over 32 warps and each warp issues kCombineLoads chunks' loads before folding them (one warp per column
-// walking 1024 chunks one load at a time took ~30 us).
+// walking 1024 chunks one load at a time waits on 1024 round trips).
 #pragma once
 
 #include <cuda_runtime.h>
