@@ -58,6 +58,18 @@ __device__ __forceinline__ void chunk_range(const B& b, int k, int64_t c, int64_
   end = min(b.slot[k].n, begin + kChunk);
 }
 
+// Calls f(slot, i) for every element of the chunks this block owns: chunks strided over the blocks, elements over
+// the threads.
+template <class B, class F>
+__device__ __forceinline__ void for_each_element(const B& b, F&& f) {
+  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
+    const int k = find_slot(b, ch);
+    int64_t begin, end;
+    chunk_range(b, k, ch, begin, end);
+    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) f(b.slot[k], i);
+  }
+}
+
 __global__ void adamw_advance_kernel(int64_t* step, const float* found_inf, double lr, double beta1, double beta2,
                                      float* scalars) {
   adamw_advance(step, found_inf, lr, beta1, beta2, scalars);
@@ -70,60 +82,36 @@ __global__ void __launch_bounds__(kBlock)
   c.step_size = scalars[1];
   c.bc2_sqrt = scalars[2];
   const float gs = grad_scale != nullptr ? *grad_scale : 1.0f;
-  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
-    const int k = find_slot(b, ch);
-    const AdamWTensor& t = b.slot[k];
-    int64_t begin, end;
-    chunk_range(b, k, ch, begin, end);
-    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
-      float p = t.p[i], m = t.m[i], v = t.v[i];
-      adamw_element(p, m, v, rn_mul(t.g[i], gs), t.decay, c);
-      t.p[i] = p;
-      t.m[i] = m;
-      t.v[i] = v;
-      if (t.p16 != nullptr) t.p16[i] = __half_as_ushort(__float2half_rn(p));
-    }
-  }
+  for_each_element(b, [&](const AdamWTensor& t, int64_t i) {
+    float p = t.p[i], m = t.m[i], v = t.v[i];
+    adamw_element(p, m, v, rn_mul(t.g[i], gs), t.decay, c);
+    t.p[i] = p;
+    t.m[i] = m;
+    t.v[i] = v;
+    if (t.p16 != nullptr) t.p16[i] = __half_as_ushort(__float2half_rn(p));
+  });
 }
 
 __global__ void __launch_bounds__(kBlock)
     unscale_check_kernel(const __grid_constant__ GradBatch b, const float* __restrict__ scale, float* found_inf) {
   const float inv = rn_div(1.0f, *scale);
   int bad = 0;
-  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
-    const int k = find_slot(b, ch);
-    float* g = b.slot[k].g;
-    int64_t begin, end;
-    chunk_range(b, k, ch, begin, end);
-    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
-      const float v = rn_mul(g[i], inv);
-      bad |= !isfinite(v);
-      g[i] = v;
-    }
-  }
+  for_each_element(b, [&](const GradTensor& t, int64_t i) {
+    const float v = rn_mul(t.g[i], inv);
+    bad |= !isfinite(v);
+    t.g[i] = v;
+  });
   if (__syncthreads_or(bad) && threadIdx.x == 0) *found_inf = 1.0f;  // benign race: every writer stores 1
 }
 
 __global__ void __launch_bounds__(kBlock)
     scale_grads_kernel(const __grid_constant__ GradBatch b, const float* __restrict__ factor) {
   const float f = *factor;
-  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
-    const int k = find_slot(b, ch);
-    float* g = b.slot[k].g;
-    int64_t begin, end;
-    chunk_range(b, k, ch, begin, end);
-    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) g[i] = rn_mul(g[i], f);
-  }
+  for_each_element(b, [&](const GradTensor& t, int64_t i) { t.g[i] = rn_mul(t.g[i], f); });
 }
 
 __global__ void __launch_bounds__(kBlock) zero_grads_kernel(const __grid_constant__ GradBatch b) {
-  for (int64_t ch = blockIdx.x; ch < total_chunks(b); ch += gridDim.x) {
-    const int k = find_slot(b, ch);
-    float* g = b.slot[k].g;
-    int64_t begin, end;
-    chunk_range(b, k, ch, begin, end);
-    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) g[i] = 0.0f;
-  }
+  for_each_element(b, [](const GradTensor& t, int64_t i) { t.g[i] = 0.0f; });
 }
 
 // Sum of a float over the block (valid in thread 0); ends with a barrier so the scratch can be reused.
