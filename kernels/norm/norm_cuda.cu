@@ -36,10 +36,11 @@ constexpr int kElemBlock = 256;  // threads of the elementwise kernels
 
 // Merges the chunks' Welford partials (chunk k holds min(per_chunk, rows - k per_chunk) rows), then writes mean and
 // rstd and updates the running statistics.
-__global__ void __launch_bounds__(kCombineThreads) bn_stats_combine_kernel(const float* __restrict__ part_mean, const float* __restrict__ part_m2,
-                                        int64_t chunks, int64_t per_chunk, int64_t c, int64_t rows, float eps,
-                                        float* __restrict__ mean, float* __restrict__ rstd, float* running_mean,
-                                        float* running_var, bool update, float momentum) {
+__global__ void __launch_bounds__(kCombineThreads)
+    bn_stats_combine_kernel(const float* __restrict__ part_mean, const float* __restrict__ part_m2, int64_t chunks,
+                            int64_t per_chunk, int64_t c, int64_t rows, float eps, float* __restrict__ mean,
+                            float* __restrict__ rstd, float* running_mean, float* running_var, bool update,
+                            float momentum) {
   __shared__ Welford partial[kCombineSplit][32];
   const int64_t ch = combine_column();
   Welford w;
@@ -268,4 +269,3 @@ CNN_NORM_CUDA(__half)
 #undef CNN_NORM_CUDA
 
 }  // namespace cnn::kernels
-

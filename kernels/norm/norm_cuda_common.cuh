@@ -69,7 +69,7 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
     }
   }
   // welford: s0 = mean, s1 = m2, the count is the thread's row count; grad: s0 += a * xhat, s1 += a.
-  auto accumulate = [&](int64_t r, const float (&v)[kN], const float (&xb)[kN]) {
+  auto accumulate = [&](int64_t r, const float(&v)[kN], const float(&xb)[kN]) {
     if constexpr (M == ColMode::welford) {
       const float inv_n = 1.0f / float(r - r0 + 1);
 #pragma unroll
@@ -115,9 +115,9 @@ __global__ void column_partial_kernel(const T* __restrict__ a, const T* __restri
 
 // Ordered combine of the gradient partials: FP32 sums for the dx pass, T copies for the outputs (if non-null).
 template <class T>
-__global__ void __launch_bounds__(kCombineThreads) grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks,
-                                    int64_t c, float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma,
-                                    T* dbeta) {
+__global__ void __launch_bounds__(kCombineThreads)
+    grad_combine_kernel(const float* __restrict__ part0, const float* __restrict__ part1, int64_t chunks, int64_t c,
+                        float* __restrict__ sum0, float* __restrict__ sum1, T* dgamma, T* dbeta) {
   float s[2];
   combine_sums<2>({part0, part1}, chunks, c, s);
   const int64_t ch = combine_column();

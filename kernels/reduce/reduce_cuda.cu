@@ -13,11 +13,11 @@ namespace {
 
 constexpr int kAllBlock = 256;
 constexpr int64_t kAllMaxBlocks = 1024;
-constexpr int kColTile = 32;   // packs of columns per block of sum_rows (one warp wide)
-constexpr int kRowLanes = 8;   // row-parallel threads per column pack
-constexpr int kRowLoads = 4;   // rows a thread loads before adding them: four loads in flight
-constexpr int64_t kSplitRows = 256;        // rows per split at least (the partial per column is 1/256 of the data)
-constexpr int64_t kRowsMaxSplits = 256;    // splits at most: one load round per warp of the combine (32 x 8)
+constexpr int kColTile = 32;             // packs of columns per block of sum_rows (one warp wide)
+constexpr int kRowLanes = 8;             // row-parallel threads per column pack
+constexpr int kRowLoads = 4;             // rows a thread loads before adding them: four loads in flight
+constexpr int64_t kSplitRows = 256;      // rows per split at least (the partial per column is 1/256 of the data)
+constexpr int64_t kRowsMaxSplits = 256;  // splits at most: one load round per warp of the combine (32 x 8)
 
 int64_t all_blocks(int64_t n) {
   const int64_t b = (n + kAllBlock * 4 - 1) / (kAllBlock * 4);
@@ -27,7 +27,9 @@ int64_t all_blocks(int64_t n) {
 // Row splits of sum_rows, from the rows alone (the workspace size must not depend on the pointers' alignment, which
 // sets the pack width): SLaK-T's and ConvNeXt's bias gradients (4096 to 262144 rows of 124 to 3992 columns) get 16 to
 // 256 splits, 256 to 1000 blocks of 256 threads with the column packs.
-int64_t row_splits(int64_t rows) { return std::clamp<int64_t>((rows + kSplitRows - 1) / kSplitRows, 1, kRowsMaxSplits); }
+int64_t row_splits(int64_t rows) {
+  return std::clamp<int64_t>((rows + kSplitRows - 1) / kSplitRows, 1, kRowsMaxSplits);
+}
 
 __device__ float block_sum(float v) {
   __shared__ float warp_sums[32];
@@ -105,8 +107,9 @@ __global__ void sum_rows_partial_kernel(const T* __restrict__ x, int64_t rows, i
 }
 
 template <class T>
-__global__ void __launch_bounds__(kCombineThreads) sum_rows_combine_kernel(const float* __restrict__ partial, int64_t splits, int64_t cols, float alpha,
-                                        T* __restrict__ y) {
+__global__ void __launch_bounds__(kCombineThreads)
+    sum_rows_combine_kernel(const float* __restrict__ partial, int64_t splits, int64_t cols, float alpha,
+                            T* __restrict__ y) {
   float s[1];
   combine_sums<1>({partial}, splits, cols, s);
   const int64_t c = combine_column();
@@ -138,8 +141,9 @@ void sum_rows_cuda(const T* x, T* y, int64_t rows, int64_t cols, float alpha, fl
     constexpr int kN = decltype(pack)::value;
     const int64_t col_blocks = (cols / kN + kColTile - 1) / kColTile;
     CNN_CHECK(col_blocks < (int64_t(1) << 31), "sum_rows_cuda: too many columns ", cols);
-    sum_rows_partial_kernel<T, kN><<<dim3(unsigned(col_blocks), unsigned(splits)), dim3(kColTile, kRowLanes), 0,
-                                     stream>>>(x, rows, cols, rows_per_split, workspace);
+    sum_rows_partial_kernel<T, kN>
+        <<<dim3(unsigned(col_blocks), unsigned(splits)), dim3(kColTile, kRowLanes), 0, stream>>>(
+            x, rows, cols, rows_per_split, workspace);
   });
   CNN_CHECK_LAUNCH("sum_rows_partial_kernel");
   sum_rows_combine_kernel<T><<<combine_grid(cols), kCombineBlock, 0, stream>>>(workspace, splits, cols, alpha, y);

@@ -54,9 +54,9 @@ TEST(TensorGpu, AddIntoFp32MatchesCpuBitwise) {
   // without a tail after the 16-byte packs, on aligned tensors and on views one element in (no packs). Both sides
   // widen exactly and alpha = -0.5 makes alpha x exact, so y + alpha x rounds once on both (the GPU's fused
   // multiply-add included) and the results match bit for bit.
-  const std::pair<DType, DType> kinds[] = {{DType::f32, DType::f32}, {DType::f16, DType::f16},
+  const std::pair<DType, DType> kinds[] = {{DType::f32, DType::f32},   {DType::f16, DType::f16},
                                            {DType::bf16, DType::bf16}, {DType::f64, DType::f64},
-                                           {DType::f16, DType::f32}, {DType::bf16, DType::f32}};
+                                           {DType::f16, DType::f32},   {DType::bf16, DType::f32}};
   for (const auto& [tx, ty] : kinds) {
     for (int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(4099), int64_t(100003)}) {
       for (int64_t offset : {int64_t(0), int64_t(1)}) {
@@ -69,8 +69,8 @@ TEST(TensorGpu, AddIntoFp32MatchesCpuBitwise) {
         Tensor yg = yg_full.slice(0, offset, n + offset);
         yc.add_(xc, -0.5);
         yg.add_(xg, -0.5);
-        EXPECT_TRUE(test::bitwise_equal(yc, yg.contiguous(),
-                                        str_cat(dtype_name(tx), " into ", dtype_name(ty), " n=", n, " offset=", offset)));
+        EXPECT_TRUE(test::bitwise_equal(
+            yc, yg.contiguous(), str_cat(dtype_name(tx), " into ", dtype_name(ty), " n=", n, " offset=", offset)));
       }
     }
   }

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/dwconv/dwconv.h"
-#include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/dwconv/cuda/kernels.h"
 #include "kernels/dwconv/cuda/scratch_buffer.h"
 #include "kernels/dwconv/cuda/select.h"
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_cuda.h"
 #include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
@@ -163,24 +163,24 @@ const std::vector<Case>& awkward_cases() {
       same(1, 17, 34, 72, 51, 51),
       same(1, 17, 34, 72, 51, 5),
       same(1, 17, 34, 72, 5, 51),
-      same(2, 9, 7, 40, 29, 29),                     // run-time FW, output narrower than a tile
-      {1, 17, 34, 72, 4, 4, 1, 1, 1, 2, 2, 1},       // even filter, asymmetric padding
-      {1, 17, 34, 72, 3, 5, 1, 1, 4, 0, 0, 5},       // padding > F-1: edge rows see only padding, bdc crops
-      {2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1},       // stride 2
-      {1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3},       // stride 2, asymmetric padding
-      {1, 18, 33, 8, 5, 5, 2, 1, 2, 2, 2, 2},        // stride 2x1
-      same(1, 17, 34, 3, 7, 7),                      // C % 4 != 0
-      same(2, 19, 70, 249, 5, 5),                    // small filter at SLaK's width: the tiled direct kernel,
-                                                     // several row and column tiles, a partial 32-channel block
-      {1, 17, 34, 37, 4, 5, 1, 1, 1, 2, 3, 1},       // the tiled kernel: even filter height, asymmetric padding
-      {1, 17, 34, 37, 3, 5, 1, 1, 4, 0, 0, 5},       // the tiled kernel: padding > F-1, bdc crops
-      same(1, 17, 34, 130, 9, 9),                    // C % 4 != 0 (padded to 132), several channel blocks
-      same(1, 13, 20, 249, 5, 51),                   // SLaK's strip and width, padded to 252
+      same(2, 9, 7, 40, 29, 29),                // run-time FW, output narrower than a tile
+      {1, 17, 34, 72, 4, 4, 1, 1, 1, 2, 2, 1},  // even filter, asymmetric padding
+      {1, 17, 34, 72, 3, 5, 1, 1, 4, 0, 0, 5},  // padding > F-1: edge rows see only padding, bdc crops
+      {2, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2
+      {1, 17, 34, 72, 7, 7, 2, 2, 3, 2, 1, 3},  // stride 2, asymmetric padding
+      {1, 18, 33, 8, 5, 5, 2, 1, 2, 2, 2, 2},   // stride 2x1
+      same(1, 17, 34, 3, 7, 7),                 // C % 4 != 0
+      same(2, 19, 70, 249, 5, 5),               // small filter at SLaK's width: the tiled direct kernel,
+                                                // several row and column tiles, a partial 32-channel block
+      {1, 17, 34, 37, 4, 5, 1, 1, 1, 2, 3, 1},  // the tiled kernel: even filter height, asymmetric padding
+      {1, 17, 34, 37, 3, 5, 1, 1, 4, 0, 0, 5},  // the tiled kernel: padding > F-1, bdc crops
+      same(1, 17, 34, 130, 9, 9),               // C % 4 != 0 (padded to 132), several channel blocks
+      same(1, 13, 20, 249, 5, 51),              // SLaK's strip and width, padded to 252
       same(2, 15, 12, 499, 51, 5),
-      same(1, 1, 1, 36, 3, 3),                       // 1x1 map
-      same(3, 40, 70, 100, 17, 17),                  // C % 32 != 0 with the vector path, several tiles
-      same(2, 8, 8, 998, 5, 5),                      // even C % 4 != 0, 8 rows: the tiled kernel, 2 channels per lane
-      same(1, 5, 7, 75, 3, 3),                       // odd C, 5 rows: the tiled kernel, 1 channel per lane
+      same(1, 1, 1, 36, 3, 3),       // 1x1 map
+      same(3, 40, 70, 100, 17, 17),  // C % 32 != 0 with the vector path, several tiles
+      same(2, 8, 8, 998, 5, 5),      // even C % 4 != 0, 8 rows: the tiled kernel, 2 channels per lane
+      same(1, 5, 7, 75, 3, 3),       // odd C, 5 rows: the tiled kernel, 1 channel per lane
   };
   return cases;
 }

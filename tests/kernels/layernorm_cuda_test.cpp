@@ -1,7 +1,7 @@
-// The CUDA LayerNorm kernels (kernels/norm/layernorm_cuda.cu) against the FP64 CPU kernels on the same f32 / f16 values:
-// y, mean, rstd, dx, dgamma, dbeta for C = 5 to 1023 (rows in registers, every pack width: 16-, 8-, 4-byte packs and
-// single elements) and 1030 (the loop kernels and the column pass), rows that fill no block exactly (3, 198) and
-// 34542 rows (backward chunks of 34 rows: groups of one block run different row counts). Each case also runs on
+// The CUDA LayerNorm kernels (kernels/norm/layernorm_cuda.cu) against the FP64 CPU kernels on the same f32 / f16
+// values: y, mean, rstd, dx, dgamma, dbeta for C = 5 to 1023 (rows in registers, every pack width: 16-, 8-, 4-byte
+// packs and single elements) and 1030 (the loop kernels and the column pass), rows that fill no block exactly (3, 198)
+// and 34542 rows (backward chunks of 34 rows: groups of one block run different row counts). Each case also runs on
 // pointers one element off 16-byte alignment (single-element loads), with dx or the parameter gradients left out,
 // and checks that nothing outside the outputs is written and that dgamma / dbeta do not depend on the pack width.
 #include <cuda_fp16.h>

@@ -62,8 +62,8 @@ TEST_P(BatchNormActGpu, ManyRowsOffsetValues) {
   // every thread of the elementwise passes walking many rows.
   for (int64_t c : {int64_t(72), int64_t(124), int64_t(75)})
     EXPECT_TRUE(test::compare_gpu_cpu(
-        op, {test::random_input({2, 257, 131, c}, 5, true, 49, 51), test::random_input({c}, 6),
-             test::random_input({c}, 7)},
+        op,
+        {test::random_input({2, 257, 131, c}, 5, true, 49, 51), test::random_input({c}, 6), test::random_input({c}, 7)},
         test::gpu_compare_options(t, 3e-3, 3e-2, 5e-3)))
         << "C " << c;
 }
