@@ -5,6 +5,9 @@
 # checks that each holds bundle/bin/APP and records their commits in $work/commit_a.txt and commit_b.txt.
 # A may hold only bundle/commit and bundle/lib/libcnn.so (two whole bundles overrun the 64 MiB carry): side a then
 # runs B's binaries and other libraries on A's libcnn.so, which is where the kernels and layers live.
+# ab_start NAME APP MIN_ARGS USAGE ARGS...: the scripts' common start. Exits 2 with USAGE unless ARGS has at least
+# MIN_ARGS words and its first two are files, then ab_prepare NAME ARGS[1] ARGS[2] APP, exports CNN_SOURCE_DIR and
+# enters the repository root.
 # ab_run WORK SIDE LIMIT_S command...: the command in SIDE's bundle environment (its libraries first), time-limited.
 ab_prepare() {
   local name=$1 app=$4 side archive me
@@ -31,6 +34,18 @@ ab_prepare() {
     cp "$work/$side/bundle/commit" "$work/commit_$side.txt" 2>/dev/null
   done
   return 0
+}
+
+ab_start() {
+  local name=$1 app=$2 min=$3 usage=$4
+  shift 4
+  if [ $# -lt "$min" ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
+    echo "usage: $usage" >&2
+    exit 2
+  fi
+  ab_prepare "$name" "$1" "$2" "$app" || exit 2
+  export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
+  cd "$root" || exit 2
 }
 
 ab_run() {

@@ -8,17 +8,12 @@
 #   MAPS, FILTERS, OPS: dwconv-bench's --maps, --filters and --op (OPS defaults to fwd,bdc,bfc).
 # Results under $OUT: ab-dwconv.tgz (CSVs, logs); the test summary and the comparison last.
 set -uo pipefail
-if [ $# -lt 5 ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
-  echo "usage: scripts/device/ab_dwconv.sh A.tar.xz B.tar.xz DTYPES MAPS FILTERS [OPS] (two bundle archives)" >&2
-  exit 2
-fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=scripts/device/ab_bundles.sh
 source "$root/scripts/device/ab_bundles.sh"
-ab_prepare ab-dwconv "$1" "$2" dwconv-bench || exit 2
+ab_start ab-dwconv dwconv-bench 5 \
+  "scripts/device/ab_dwconv.sh A.tar.xz B.tar.xz DTYPES MAPS FILTERS [OPS] (two bundle archives)" "$@"
 dtypes=$3 maps=$4 filters=$5 ops=${6:-fwd,bdc,bfc}
-export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
-cd "$root"
 run() { ab_run "$work" "$@"; }  # run SIDE LIMIT_S command...
 run b 200 "$work/b/bundle/bin/kernels_tests" --gtest_filter='Dwconv*Gpu*' > "$work/b_kernels_tests.log" 2>&1
 tests="B kernels_tests Dwconv*Gpu* rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$work/b_kernels_tests.log" | tr '\n' ' ')"

@@ -1,23 +1,18 @@
 #!/usr/bin/env bash
 # A/B of two builds on whole training steps, in one GPU call: the GPU suites (core, optim, layers, models, kernels) of
-# build B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so each
-# pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
+# build B, then `cnn-train --profile 5` of each model under AMP (batch 64, 256x256, synthetic data) with A, B, A, B, so
+# each pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
 # usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL...
 #   A, B: bundles from scripts/device-bundle.sh (e.g. main's and a branch's, carried). Two whole bundles overrun the
 #   64 MiB carry: A may be its bundle/commit and bundle/lib/libcnn.so alone (see ab_bundles.sh).
 # Results under $OUT: ab-train.tgz (suite logs, profiles); a summary last (the step and the op kinds, A then B).
 set -uo pipefail
-if [ $# -lt 3 ] || [ ! -f "$1" ] || [ ! -f "$2" ]; then
-  echo "usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL... (two bundle archives, then models)" >&2
-  exit 2
-fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=scripts/device/ab_bundles.sh
 source "$root/scripts/device/ab_bundles.sh"
-ab_prepare ab-train "$1" "$2" cnn-train || exit 2
+ab_start ab-train cnn-train 3 \
+  "scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL... (two bundle archives, then models)" "$@"
 shift 2
-export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
-cd "$root"
 summary=()
 run() { ab_run "$work" "$@"; }  # run SIDE LIMIT_S command...
 for t in core optim layers models kernels; do
