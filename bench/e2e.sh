@@ -111,7 +111,11 @@ python3 "$root/bench/e2e_report.py" merge "$ours_jsonl" "$torch_jsonl" -o "$out/
 echo
 echo "==== bench/e2e.sh (${SECONDS}s; $out) ===="
 if [ -f "$out/e2e.csv" ]; then  # aligned where the machine has column(1) (bsdextrautils), as it is otherwise
-  if command -v column > /dev/null; then column -s, -t < "$out/e2e.csv" | cut -c1-160; else cut -c1-160 "$out/e2e.csv"; fi
+  if command -v column > /dev/null; then
+    column -s, -t < "$out/e2e.csv" | cut -c1-160
+  else
+    cut -c1-160 "$out/e2e.csv"
+  fi
 fi
 cat "$loss_jsonl" | cut -c1-400
 exit $status
