@@ -3,6 +3,7 @@
 #include "layers/functional.h"
 
 #include <limits>
+#include <tuple>
 
 #include "layers/backend/backend.h"
 
@@ -322,10 +323,14 @@ Tensor depthwise_conv2d(Tape* tape, const Tensor& x, const Tensor& w, const Tens
                  [keep_x, keep_w, bias_grad, p, bfc_accum,
                   filter_grad](const std::vector<Tensor>& gr) -> std::vector<Tensor> {
                    Tensor dx, dw, db;
-                   if (keep_w.defined()) dx = backend::dwconv_backward_data(gr[0], keep_w, p);
-                   if (keep_x.defined())
-                     dw = filter_grad ? filter_grad(keep_x, gr[0], p, bfc_accum)
-                                      : backend::dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
+                   if (keep_w.defined() && keep_x.defined() && !filter_grad) {
+                     std::tie(dx, dw) = backend::dwconv_backward(keep_x, gr[0], keep_w, p, bfc_accum);
+                   } else {
+                     if (keep_w.defined()) dx = backend::dwconv_backward_data(gr[0], keep_w, p);
+                     if (keep_x.defined())
+                       dw = filter_grad ? filter_grad(keep_x, gr[0], p, bfc_accum)
+                                        : backend::dwconv_backward_filter(keep_x, gr[0], p, bfc_accum);
+                   }
                    if (bias_grad) db = backend::sum_rows(gr[0], 1.0);
                    return {dx, dw, db};
                  });

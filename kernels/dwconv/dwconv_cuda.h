@@ -40,6 +40,13 @@ void dwconv_backward_data_cuda(const __half* dy, const __half* w, __half* dx, co
 void dwconv_backward_filter_cuda(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
                                  cudaStream_t stream, const DwconvScratch& scratch);
 
+// Backward-data and backward-filter of one convolution in one call (dx and dw as the two entries above write them):
+// where both plans run on channel-padded copies of the same width, dY is padded once for both.
+void dwconv_backward_cuda(const float* x, const float* dy, const float* w, float* dx, float* dw, const DwconvParams& p,
+                          cudaStream_t stream, const DwconvScratch& scratch);
+void dwconv_backward_cuda(const __half* x, const __half* dy, const __half* w, __half* dx, float* dw,
+                          const DwconvParams& p, BfcAccum accum, cudaStream_t stream, const DwconvScratch& scratch);
+
 // Names the kernel path and its parameters the dispatcher picks for (op, shape), e.g.
 // "fwd gemv FW=7 TM=8 tile=4x32" or "bfc mega beta=8 TM=9+2 Z=264"; used by --verbose and the benchmark table.
 std::string dwconv_path_name(DwconvOp op, const DwconvParams& p);

@@ -192,6 +192,14 @@ Tensor dwconv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const dwc
   return dw;
 }
 
+std::pair<Tensor, Tensor> dwconv_backward(const Tensor& x_in, const Tensor& dy_in, const Tensor& w_in,
+                                          const dwconv::DwconvParams& p, dwconv::BfcAccum accum) {
+  const Tensor x = x_in.contiguous(), dy = dy_in.contiguous(), w = w_in.contiguous();
+  Tensor dx = like(dy, {p.n, p.ih, p.iw, p.c}), dw = like(x, {p.fh, p.fw, p.c});
+  on(x).dwconv_backward(x, dy, w, p, accum, dx, dw);
+  return {dx, dw};
+}
+
 Tensor dwconv_backward_filter_f32(const Tensor& x_in, const Tensor& dy_in, const dwconv::DwconvParams& p,
                                   dwconv::BfcAccum accum) {
   if (x_in.dtype() == DType::f64) return dwconv_backward_filter(x_in, dy_in, p, accum).to(DType::f32);

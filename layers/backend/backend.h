@@ -55,6 +55,10 @@ Tensor dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::Dwc
 // FP32 (f32) or FP64 (f64) whatever it says.
 Tensor dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
                               dwconv::BfcAccum accum = dwconv::BfcAccum::fp32);
+// dX and dW of one convolution, as dwconv_backward_data and dwconv_backward_filter give them: one call lets a
+// channel-padded plan pad dY once for both.
+std::pair<Tensor, Tensor> dwconv_backward(const Tensor& x, const Tensor& dy, const Tensor& w,
+                                          const dwconv::DwconvParams& p, dwconv::BfcAccum accum);
 // The same dW in FP32 whatever x's dtype: the FP16 kernels' FP32 result before dwconv_backward_filter rounds it to
 // f16 (analysis tools compare accumulation modes on it).
 Tensor dwconv_backward_filter_f32(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
@@ -107,6 +111,12 @@ class DeviceBackend {
   virtual void dwconv_backward_data(const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p, Tensor& dx) = 0;
   virtual void dwconv_backward_filter(const Tensor& x, const Tensor& dy, const dwconv::DwconvParams& p,
                                       dwconv::BfcAccum accum, Tensor& dw) = 0;
+  // Both backward ops; a backend that can share work between them overrides this.
+  virtual void dwconv_backward(const Tensor& x, const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p,
+                               dwconv::BfcAccum accum, Tensor& dx, Tensor& dw) {
+    dwconv_backward_data(dy, w, p, dx);
+    dwconv_backward_filter(x, dy, p, accum, dw);
+  }
   virtual void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                                  NormStats& stats) = 0;
   virtual void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormStats& stats,

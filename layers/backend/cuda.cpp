@@ -215,6 +215,23 @@ class CudaBackend final : public DeviceBackend {
     if (dwf.storage() != dw.storage()) dw.copy_(dwf);
   }
 
+  void dwconv_backward(const Tensor& x, const Tensor& dy, const Tensor& w, const dwconv::DwconvParams& p,
+                       dwconv::BfcAccum accum, Tensor& dx, Tensor& dw) override {
+    CudaDeviceGuard guard(x.device().index);
+    CudaContext& ctx = cuda_context(x.device());
+    cudaStream_t s = ctx.compute_stream();
+    check_cuda_dtype("depthwise_conv2d backward", x.dtype());
+    if (x.dtype() != DType::f16) {
+      dwconv::dwconv_backward_cuda(ptr<float>(x), ptr<float>(dy), ptr<float>(w), ptr<float>(dx), ptr<float>(dw), p, s,
+                                   workspace_of(ctx));
+      return;
+    }
+    Tensor dwf = dw.dtype() == DType::f32 ? dw : Tensor::empty(dw.shape(), DType::f32, dw.device());
+    dwconv::dwconv_backward_cuda(ptr<__half>(x), ptr<__half>(dy), ptr<__half>(w), ptr<__half>(dx), ptr<float>(dwf), p,
+                                 accum, s, workspace_of(ctx));
+    if (dwf.storage() != dw.storage()) dw.copy_(dwf);
+  }
+
   // ---- normalisation (FP32 statistics) ------------------------------------------------------------------------------
 
   void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,

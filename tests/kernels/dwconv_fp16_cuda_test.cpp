@@ -37,6 +37,7 @@ using f16test::widen;
 // Device results of the three ops on one case; outputs poisoned before each run.
 struct GpuResults {
   std::vector<double> y, y_no_bias, dx, dw_fp32, dw_ha;
+  std::vector<double> dx_pair, dw_pair;  // both backward ops in one call (dwconv_backward_cuda), FP32 accumulation
 };
 
 GpuResults run_gpu(const Case& k, const HalfData& d, size_t misalign) {
@@ -64,6 +65,12 @@ GpuResults run_gpu(const Case& k, const HalfData& d, size_t misalign) {
     const std::vector<float> got = dw.download<float>();
     (accum == BfcAccum::ha ? r.dw_ha : r.dw_fp32).assign(got.begin(), got.end());
   }
+  dx.poison(), dw.poison();
+  dwconv_backward_cuda(x.get(), dy.get(), w.get(), dx.get(), dw.get(), p, BfcAccum::fp32, nullptr, scratch.fn());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  r.dx_pair = widen(dx.download<Half>());
+  const std::vector<float> got = dw.download<float>();
+  r.dw_pair.assign(got.begin(), got.end());
   return r;
 }
 
@@ -80,6 +87,10 @@ void check_case(const Case& k, uint64_t seed, size_t misalign, bool compare_cudn
   const f16test::ErrorStats bdc = f16test::compare(g.dx, ref.dx, ref.dx_mag, f16test::fp16_output_bound(taps_dx));
   const double l_terms = double(p.n) * p.oh() * p.ow();
   const f16test::ErrorStats bfc = f16test::compare(g.dw_fp32, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
+  const f16test::ErrorStats bdc_pair =
+      f16test::compare(g.dx_pair, ref.dx, ref.dx_mag, f16test::fp16_output_bound(taps_dx));
+  const f16test::ErrorStats bfc_pair =
+      f16test::compare(g.dw_pair, ref.dw, ref.dw_mag, f16test::fp32_output_bound(l_terms));
   // HA vs its host emulation: identical FP16 runs, only the order of the FP32 merges differs (<= one FP32 rounding
   // per run, chunk and atomic add, each <= 2^-24 of the running magnitude).
   const double merges = l_terms / kBfcHaRun + 2.0 * p.n * p.oh() + 2;  // runs + chunk atomics
@@ -95,6 +106,8 @@ void check_case(const Case& k, uint64_t seed, size_t misalign, bool compare_cudn
   f16test::expect_ok(fwd, "forward " + name + paths);
   f16test::expect_ok(bdc, "backward-data " + name + paths);
   f16test::expect_ok(bfc, "backward-filter fp32 " + name + paths);
+  f16test::expect_ok(bdc_pair, "backward-data in dwconv_backward_cuda " + name + paths);
+  f16test::expect_ok(bfc_pair, "backward-filter in dwconv_backward_cuda " + name + paths);
   f16test::expect_ok(ha_emu, "backward-filter ha vs host emulation " + name + paths);
   f16test::expect_ok(ha, "backward-filter ha vs FP64 (worst-case HA bound) " + name + paths);
   EXPECT_LE(fwd.mare, kMareBound) << "forward " << name << paths;

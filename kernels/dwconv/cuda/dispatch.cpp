@@ -197,7 +197,52 @@ void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, 
     run_backward_filter(x, dy, dw, p, accum, plan, stream);
 }
 
+// Both backward ops of one convolution. Where both plans pad to the same width (stride 1), dY is padded once: pad
+// dY and W, backward-data, crop dX; pad X into dX's padded space (the crop has read it: same stream), backward-filter,
+// crop dW. Otherwise the two entries run as they are.
+template <class T>
+void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const DwconvParams& p, BfcAccum accum,
+              cudaStream_t stream, const DwconvScratch& scratch) {
+  const char* name = entry_name<T>("dwconv_backward_cuda", "dwconv_backward_cuda(f16)");
+  const Plan bdc =
+      plan_for(DwconvOp::backward_data, kDType<T>, name, p, BfcAccum::fp32, dy, "dy", w, "w", nullptr, dx, "dx");
+  const Plan bfc = plan_for(DwconvOp::backward_filter, kDType<T>, name, p, accum, x, "x", dy, "dy", nullptr, dw, "dw");
+  const bool stride_1 = p.stride_h == 1 && p.stride_w == 1;
+  if (!stride_1 || bdc.padded_c == 0 || bdc.padded_c != bfc.padded_c) {
+    backward_data(dy, w, dx, p, stream, scratch);
+    backward_filter(x, dy, dw, p, accum, stream, scratch);
+    return;
+  }
+  DwconvParams q = p;
+  q.c = bdc.padded_c;
+  const int64_t taps = int64_t(p.fh) * p.fw;
+  ScratchLayout l;
+  const size_t o_dy = l.add(bytes_of<T>(y_rows(p) * q.c)), o_x = l.add(bytes_of<T>(x_rows(p) * q.c)),
+               o_w = l.add(bytes_of<T>(taps * q.c)), o_dw = l.add(bytes_of<float>(taps * q.c));
+  char* base = scratch_base(scratch, l.total, name);
+  T* dy_p = reinterpret_cast<T*>(base + o_dy);
+  T* x_p = reinterpret_cast<T*>(base + o_x);  // dX's padded copy first, then X's
+  T* w_p = reinterpret_cast<T*>(base + o_w);
+  float* dw_p = reinterpret_cast<float*>(base + o_dw);
+  kernels::launch_pad_channels(dy, dy_p, y_rows(p), p.c, q.c, stream);
+  kernels::launch_pad_channels(w, w_p, taps, p.c, q.c, stream);
+  run_forward_style(dy_p, w_p, static_cast<const T*>(nullptr), x_p, bdc, stream);
+  kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
+  kernels::launch_pad_channels(x, x_p, x_rows(p), p.c, q.c, stream);
+  run_backward_filter(x_p, dy_p, dw_p, q, accum, bfc, stream);
+  kernels::launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);
+}
+
 }  // namespace
+
+void dwconv_backward_cuda(const float* x, const float* dy, const float* w, float* dx, float* dw, const DwconvParams& p,
+                          cudaStream_t stream, const DwconvScratch& scratch) {
+  backward(x, dy, w, dx, dw, p, BfcAccum::fp32, stream, scratch);
+}
+void dwconv_backward_cuda(const __half* x, const __half* dy, const __half* w, __half* dx, float* dw,
+                          const DwconvParams& p, BfcAccum accum, cudaStream_t stream, const DwconvScratch& scratch) {
+  backward(x, dy, w, dx, dw, p, accum, stream, scratch);
+}
 
 void dwconv_forward_cuda(const float* x, const float* w, const float* bias, float* y, const DwconvParams& p,
                          cudaStream_t stream, const DwconvScratch& scratch) {
