@@ -236,8 +236,12 @@ Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) 
     tape->record("linear", {&x, &w, &bias}, {&y},
                  [keep_x, keep_w, bias_grad](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                    Tensor dx, dw, db;
-                   if (keep_w.defined()) dx = backend::gemm(g[0], keep_w, false, false);  // dy W
-                   if (keep_x.defined()) dw = backend::gemm(g[0], keep_x, true, false);   // dy^T x
+                   if (keep_w.defined() && keep_x.defined()) {
+                     std::tie(dx, dw) = backend::linear_backward(g[0], keep_x, keep_w);
+                   } else {
+                     if (keep_w.defined()) dx = backend::gemm(g[0], keep_w, false, false);  // dy W
+                     if (keep_x.defined()) dw = backend::gemm(g[0], keep_x, true, false);   // dy^T x
+                   }
                    if (bias_grad) db = backend::sum_rows(g[0], 1.0);
                    return {dx, dw, db};
                  });

@@ -19,7 +19,7 @@ namespace cnn::kernels {
 
 namespace {
 
-constexpr int64_t kRowAlign = 8;              // FP16 elements per 16 bytes
+constexpr int64_t kRowAlign = kGemmF16RowAlign;
 constexpr double kPadMinMacs = 1 << 24;       // below this the copies cost about what the slow kernels lose
 constexpr size_t kLtWorkspace = 32u << 20;    // cuBLASLt's suggested workspace on Hopper
 constexpr size_t kPiece = 256;                // scratch pieces start 256-byte aligned
@@ -109,7 +109,7 @@ void pad_operand(const Operand& o, __half* dst, cudaStream_t stream) {
 // operands. Returns 0 where they do not apply, else 1 + whether the bias was added.
 int gemm_on_padded_copies(const __half* a, const __half* b, __half* c, const GemmParams& p, const GemmCuda& env,
                           const __half* bias) {
-  if (!env.scratch || double(p.m) * double(p.n) * double(p.k) < kPadMinMacs) return 0;
+  if (!env.scratch || !gemm_f16_pads_unaligned(p.m, p.n, p.k)) return 0;
   // Row lengths: A's cols are K (or M when transposed), B's are N (or K), C's are N.
   const bool pad_m = p.trans_a && p.m % kRowAlign != 0;
   const bool pad_k = (!p.trans_a || p.trans_b) && p.k % kRowAlign != 0;
@@ -148,6 +148,8 @@ int gemm_on_padded_copies(const __half* a, const __half* b, __half* c, const Gem
 }
 
 }  // namespace
+
+bool gemm_f16_pads_unaligned(int64_t m, int64_t n, int64_t k) { return double(m) * double(n) * double(k) >= kPadMinMacs; }
 
 template <class T>
 bool gemm_cuda(const T* a, const T* b, T* c, const GemmParams& p, const GemmCuda& env, const T* bias) {

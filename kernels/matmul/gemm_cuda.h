@@ -26,6 +26,11 @@ struct GemmCuda {
   GemmScratch scratch;
 };
 
+// Whether an FP16 GEMM of these extents runs on padded copies where a row length is not a multiple of 8 elements:
+// large enough that the copies cost less than cuBLAS's kernels for unaligned rows lose.
+bool gemm_f16_pads_unaligned(int64_t m, int64_t n, int64_t k);
+constexpr int64_t kGemmF16RowAlign = 8;  // FP16 elements per 16 bytes
+
 // C = alpha op(A) op(B) + beta C, and with `bias` (N values, 16-byte aligned) C += bias on every row through
 // cuBLASLt's bias epilogue. Returns whether the bias was added: false (no cuBLASLt handle, or no algorithm for the
 // shape) leaves that add to the caller.

@@ -124,6 +124,20 @@ Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, 
   return c;
 }
 
+std::pair<Tensor, Tensor> DeviceBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w) {
+  return {backend::gemm(dy, w, false, false), backend::gemm(dy, x, true, false)};
+}
+
+std::pair<Tensor, Tensor> linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& w_in) {
+  check_pair("linear backward", dy_in, x_in);
+  check_pair("linear backward", dy_in, w_in);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), w = w_in.contiguous();
+  CNN_CHECK(dy.dim() == 2 && x.dim() == 2 && w.dim() == 2 && dy.size(0) == x.size(0) && dy.size(1) == w.size(0) &&
+                x.size(1) == w.size(1),
+            "linear backward: expected dy (M, N), x (M, K), w (N, K), got ", dy.str(), ", ", x.str(), ", ", w.str());
+  return on(dy).linear_backward(dy, x, w);
+}
+
 std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits_in, const Tensor& labels_in, double eps) {
   check_xent(logits_in, labels_in, eps);
   const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();

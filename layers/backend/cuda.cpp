@@ -6,6 +6,7 @@
 #include "core/cuda_context.h"
 #include "core/cuda_device_guard.h"
 #include "core/cuda_dtype.cuh"
+#include "kernels/common/channel_pad.h"
 #include "kernels/conv/conv2d_cuda.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "kernels/elementwise/elementwise_cuda.h"
@@ -118,6 +119,26 @@ class CudaBackend final : public DeviceBackend {
       fused = kernels::gemm_cuda<T>(ptr<T>(a), ptr<T>(b), ptr<T>(c), p, env, bias.defined() ? ptr<T>(bias) : nullptr);
     });
     return fused && bias.defined();
+  }
+
+  // FP16 with dY's rows (N) not a multiple of 8: each GEMM would pad dY into its own scratch (dX = dY W pads its K,
+  // dW = dY^T X its M; the same (M, NP) copy). Both run on one padded copy instead, with W given NP - N zero rows:
+  // the zero columns and rows add nothing to dX, and dW's first N rows (a contiguous view) are the answer.
+  std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w) override {
+    const int64_t m = dy.size(0), n = dy.size(1), k = x.size(1);
+    if (dy.dtype() != DType::f16 || n % kernels::kGemmF16RowAlign == 0 || !kernels::gemm_f16_pads_unaligned(m, n, k))
+      return DeviceBackend::linear_backward(dy, x, w);
+    CudaDeviceGuard guard(dy.device().index);
+    cudaStream_t s = cuda_context(dy.device()).compute_stream();
+    const int64_t np = (n + kernels::kGemmF16RowAlign - 1) / kernels::kGemmF16RowAlign * kernels::kGemmF16RowAlign;
+    Tensor dy_p = Tensor::empty({m, np}, DType::f16, dy.device());
+    kernels::launch_pad_channels(ptr<__half>(dy), ptr<__half>(dy_p), m, int(n), int(np), s);
+    Tensor w_p = Tensor::empty({np, k}, DType::f16, w.device());
+    w_p.slice(0, 0, n).copy_(w);
+    w_p.slice(0, n, np).fill_(0.0);
+    Tensor dx = backend::gemm(dy_p, w_p, false, false);
+    Tensor dw = backend::gemm(dy_p, x, true, false).slice(0, 0, n);
+    return {dx, dw};
   }
 
   void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,
