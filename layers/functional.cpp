@@ -228,19 +228,22 @@ Tensor linear(Tape* tape, const Tensor& x, const Tensor& w, const Tensor& bias) 
     CNN_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: expected bias (", w.size(0), "), got ",
               bias.str());
   }
-  Tensor y = backend::gemm(x, w, false, true, bias);  // the bias fused into the GEMM where the backend can
+  // The bias fused into the GEMM where the backend can; x_saved is x or the padded copy the GEMM ran on.
+  backend::LinearForward f = backend::linear_forward(x, w, bias);
+  Tensor y = f.y;
   if (Tape::should_record(tape, {&x, &w, &bias})) {
-    const Tensor keep_x = w.requires_grad() ? x : Tensor();
+    const Tensor keep_x = w.requires_grad() ? f.x_saved : Tensor();
     const Tensor keep_w = x.requires_grad() ? w : Tensor();
     const bool bias_grad = bias.defined() && bias.requires_grad();
+    const int64_t k = w.size(1);
     tape->record("linear", {&x, &w, &bias}, {&y},
-                 [keep_x, keep_w, bias_grad](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                 [keep_x, keep_w, bias_grad, k](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                    Tensor dx, dw, db;
                    if (keep_w.defined() && keep_x.defined()) {
                      std::tie(dx, dw) = backend::linear_backward(g[0], keep_x, keep_w);
                    } else {
                      if (keep_w.defined()) dx = backend::gemm(g[0], keep_w, false, false);  // dy W
-                     if (keep_x.defined()) dw = backend::gemm(g[0], keep_x, true, false);   // dy^T x
+                     if (keep_x.defined()) dw = backend::linear_backward_weight(g[0], keep_x, k);  // dy^T x
                    }
                    if (bias_grad) db = backend::sum_rows(g[0], 1.0);
                    return {dx, dw, db};

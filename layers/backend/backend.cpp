@@ -124,18 +124,41 @@ Tensor gemm(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, 
   return c;
 }
 
-std::pair<Tensor, Tensor> DeviceBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w) {
-  return {backend::gemm(dy, w, false, false), backend::gemm(dy, x, true, false)};
+LinearForward DeviceBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  return {backend::gemm(x, w, false, true, bias), x};
 }
+
+std::pair<Tensor, Tensor> DeviceBackend::linear_backward(const Tensor& dy, const Tensor& x_saved, const Tensor& w) {
+  return {backend::gemm(dy, w, false, false), backend::gemm(dy, x_saved, true, false)};
+}
+
+LinearForward linear_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias) {
+  check_pair("linear", x_in, w_in);
+  const Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  CNN_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1), "linear: expected x (M, K) and w (N, K), got ",
+            x.str(), " and ", w.str());
+  return on(x).linear_forward(x, w, bias);
+}
+
+namespace {
+// dW's first K columns, contiguous, where the backward ran on a padded x.
+Tensor first_columns(const Tensor& dw, int64_t k) { return dw.size(1) == k ? dw : dw.slice(1, 0, k).contiguous(); }
+}  // namespace
 
 std::pair<Tensor, Tensor> linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& w_in) {
   check_pair("linear backward", dy_in, x_in);
   check_pair("linear backward", dy_in, w_in);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), w = w_in.contiguous();
   CNN_CHECK(dy.dim() == 2 && x.dim() == 2 && w.dim() == 2 && dy.size(0) == x.size(0) && dy.size(1) == w.size(0) &&
-                x.size(1) == w.size(1),
-            "linear backward: expected dy (M, N), x (M, K), w (N, K), got ", dy.str(), ", ", x.str(), ", ", w.str());
-  return on(dy).linear_backward(dy, x, w);
+                x.size(1) >= w.size(1),
+            "linear backward: expected dy (M, N), x (M, KP >= K), w (N, K), got ", dy.str(), ", ", x.str(), ", ",
+            w.str());
+  auto [dx, dw] = on(dy).linear_backward(dy, x, w);
+  return {dx, first_columns(dw, w.size(1))};
+}
+
+Tensor linear_backward_weight(const Tensor& dy, const Tensor& x_saved, int64_t k) {
+  return first_columns(gemm(dy, x_saved, true, false), k);
 }
 
 std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits_in, const Tensor& labels_in, double eps) {

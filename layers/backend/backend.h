@@ -40,9 +40,17 @@ Tensor sum_all(const Tensor& x, double alpha);
 Tensor sum_rows(const Tensor& x, double alpha);
 // op(a) op(b) for 2-D a, b (row-major, gemm.h semantics), plus `bias` (N values) on every row when defined.
 Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& bias = Tensor());
-// A linear layer's dX = dY W and dW = dY^T X (x (M, K), w (N, K), dy (M, N)) in one call, so that a backend can share
+// A linear layer's y = x w^T + bias (x (M, K), w (N, K)) and the x its backward reads: x itself, or the zero-padded
+// (M, KP >= K) copy the backend ran the GEMM on, which the backward then takes without padding x again.
+struct LinearForward {
+  Tensor y, x_saved;
+};
+LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias);
+// Its dX = dY W and dW = dY^T X (dy (M, N); x_saved from linear_forward) in one call, so that a backend can share
 // work between the two GEMMs.
-std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w);
+std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x_saved, const Tensor& w);
+// dW alone (w needs no dX): dY^T X from x_saved, (N, K).
+Tensor linear_backward_weight(const Tensor& dy, const Tensor& x_saved, int64_t k);
 // (loss (), lse (B)); loss and lse are f32 for f32/f16 logits, f64 for f64 logits.
 std::pair<Tensor, Tensor> softmax_xent_forward(const Tensor& logits, const Tensor& labels, double label_smoothing);
 Tensor softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
@@ -101,9 +109,11 @@ class DeviceBackend {
   // c = op(a) op(b); with a defined bias also c += bias on every row where the backend fuses it: returns whether
   // it did (the caller adds it otherwise).
   virtual bool gemm(const Tensor& a, const Tensor& b, const kernels::GemmParams& p, Tensor& c, const Tensor& bias) = 0;
-  // Both backward GEMMs of a linear layer (backend.h, linear_backward) through the functions above; a backend that can
-  // share work between them overrides this.
-  virtual std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w);
+  // A linear layer's forward and both backward GEMMs (backend.h, linear_forward / linear_backward) through the
+  // functions above; a backend that pads operands, or can share work between the GEMMs, overrides them. The dW it
+  // returns may have x_saved's KP columns (the caller keeps the first K).
+  virtual LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias);
+  virtual std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x_saved, const Tensor& w);
   virtual void softmax_xent_forward(const Tensor& logits, const Tensor& labels, double eps, Tensor& loss,
                                     Tensor& lse) = 0;
   virtual void softmax_xent_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,

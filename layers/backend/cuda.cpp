@@ -121,11 +121,28 @@ class CudaBackend final : public DeviceBackend {
     return fused && bias.defined();
   }
 
+  // FP16 with x's rows (K) not a multiple of 8, on a GEMM large enough to run on padded copies: x is padded into a
+  // tensor rather than the GEMM's scratch (W gets zero columns, which add nothing), and the backward keeps that copy
+  // for dW = dY^T X, which would pad x again.
+  LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias) override {
+    const int64_t m = x.size(0), n = w.size(0), k = x.size(1);
+    if (x.dtype() != DType::f16 || k % kernels::kGemmF16RowAlign == 0 || !kernels::gemm_f16_pads_unaligned(m, n, k))
+      return DeviceBackend::linear_forward(x, w, bias);
+    CudaDeviceGuard guard(x.device().index);
+    cudaStream_t s = cuda_context(x.device()).compute_stream();
+    const int64_t kp = (k + kernels::kGemmF16RowAlign - 1) / kernels::kGemmF16RowAlign * kernels::kGemmF16RowAlign;
+    Tensor x_p = Tensor::empty({m, kp}, DType::f16, x.device());
+    Tensor w_p = Tensor::empty({n, kp}, DType::f16, w.device());
+    kernels::launch_pad_channels(ptr<__half>(x), ptr<__half>(x_p), m, int(k), int(kp), s);
+    kernels::launch_pad_channels(ptr<__half>(w), ptr<__half>(w_p), n, int(k), int(kp), s);
+    return {backend::gemm(x_p, w_p, false, true, bias), x_p};
+  }
+
   // FP16 with dY's rows (N) not a multiple of 8: each GEMM would pad dY into its own scratch (dX = dY W pads its K,
   // dW = dY^T X its M; the same (M, NP) copy). Both run on one padded copy instead, with W given NP - N zero rows:
   // the zero columns and rows add nothing to dX, and dW's first N rows (a contiguous view) are the answer.
   std::pair<Tensor, Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w) override {
-    const int64_t m = dy.size(0), n = dy.size(1), k = x.size(1);
+    const int64_t m = dy.size(0), n = dy.size(1), k = w.size(1);
     if (dy.dtype() != DType::f16 || n % kernels::kGemmF16RowAlign == 0 || !kernels::gemm_f16_pads_unaligned(m, n, k))
       return DeviceBackend::linear_backward(dy, x, w);
     CudaDeviceGuard guard(dy.device().index);

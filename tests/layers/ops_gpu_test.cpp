@@ -70,12 +70,16 @@ TEST_P(OpsGpu, MatmulLinear) {
       {test::random_input({33, 64}, 3), test::random_input({10, 64}, 4), test::random_input({10}, 5)}, o));
   EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::linear(tp, in[0], in[1], in[2]); },
                                     {test::random_input({1, 5}, 6), test::random_input({3, 5}, 7), Tensor()}, o));
-  // N = 1001 outputs (rows not 16-byte aligned in f16) on a GEMM large enough for padded copies: the backward runs
-  // both GEMMs on one padded dY and W with zero rows. Sums of up to 4100 products |x dy| <= 1 in FP32, outputs up to
-  // ~60 rounded once to f16 (2^-11 relative).
-  EXPECT_TRUE(test::compare_gpu_cpu(
-      [](Tape* tp, const V& in) { return ops::linear(tp, in[0], in[1], in[2]); },
-      {test::random_input({4100, 75}, 8), test::random_input({1001, 75}, 9), test::random_input({1001}, 10)}, o));
+  // K = 75 inputs and N = 1001 outputs (rows not 16-byte aligned in f16) on a GEMM large enough for padded copies: the
+  // forward runs on a padded x that the backward keeps for dW, the backward runs both GEMMs on one padded dY and W
+  // with zero rows; then x without a gradient (dW alone from the padded x). Sums of up to 4100 products |x dy| <= 1 in
+  // FP32, outputs up to ~60 rounded once to f16 (2^-11 relative).
+  for (bool x_grad : {true, false})
+    EXPECT_TRUE(test::compare_gpu_cpu([](Tape* tp, const V& in) { return ops::linear(tp, in[0], in[1], in[2]); },
+                                      {test::random_input({4100, 75}, 8, x_grad), test::random_input({1001, 75}, 9),
+                                       test::random_input({1001}, 10)},
+                                      o))
+        << "x requires grad: " << x_grad;
 }
 
 TEST_P(OpsGpu, Relu) {
