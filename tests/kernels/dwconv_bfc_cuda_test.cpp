@@ -1,6 +1,6 @@
 // FP32 CUDA backward-filter (BFC) kernels vs the FP64 reference (dwconv_backward_filter_reference): every tile,
-// Z split, stride phase and alignment path. GPU suites skip without a device; the planner
-// and input-validation tests run on the CPU.
+// Z split, stride phase and alignment path of the register-tile kernel, and the small-filter kernel (bfc_small) on
+// awkward shapes. GPU suites skip without a device; the planner and input-validation tests run on the CPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -63,12 +63,12 @@ std::vector<float> random_vector(int64_t n, uint32_t seed) {
 // Each entry is a sequential FP32 sum of <= L/Z fused products per thread plus Z atomic adds; its rounding error is
 // bounded by gamma_L * sum|x*dy| and with overwhelming probability by a small multiple of sqrt(L) * u * sum|x*dy|
 // (Higham, probabilistic bound); 8 leaves a wide margin while any missing or doubled term is ~ sum|x*dy| / L.
-// How check_bfc runs the op: the register-tile kernel directly (with a forced tile), or the public entry point
-// (select's plan, padded channels included).
-enum class BfcCall { tile, entry };
+// How check_bfc runs the op: the register-tile kernel directly (with a forced tile), the public entry point
+// (select's plan, padded channels included), or the small-filter kernel directly (with `small`'s forces).
+enum class BfcCall { tile, entry, small };
 
 void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0,
-               BfcCall call = BfcCall::tile) {
+               BfcCall call = BfcCall::tile, const BfcSmallForce& small = {}, int dy_offset = 0) {
   const std::vector<float> x = random_vector(p.x_elems(), seed), dy = random_vector(p.y_elems(), seed + 1);
   std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
   std::vector<double> ref(size_t(p.w_elems())), bound(size_t(p.w_elems()));
@@ -77,17 +77,20 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   for (double& e : dyd) e = std::fabs(e);
   dwconv_backward_filter_reference(xd.data(), dyd.data(), bound.data(), p);
 
-  DeviceBuffer x_dev(size_t(p.x_elems()) + 4), dy_dev(size_t(p.y_elems())), dw_dev(size_t(p.w_elems()));
+  DeviceBuffer x_dev(size_t(p.x_elems()) + 4), dy_dev(size_t(p.y_elems()) + 4), dw_dev(size_t(p.w_elems()));
   ASSERT_TRUE(x_dev.get() && dy_dev.get() && dw_dev.get()) << "cudaMalloc failed for " << p.str();
   float* x_ptr = x_dev.get() + x_offset;
+  float* dy_ptr = dy_dev.get() + dy_offset;
   cuda_ok(cudaMemcpy(x_ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "copy x");
-  cuda_ok(cudaMemcpy(dy_dev.get(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
+  cuda_ok(cudaMemcpy(dy_ptr, dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice), "copy dy");
   cuda_ok(cudaMemset(dw_dev.get(), 0xFF, size_t(p.w_elems()) * sizeof(float)), "poison dw");  // all-ones = NaN
   ScratchBuffer scratch;
   if (call == BfcCall::entry)
-    dwconv_backward_filter_cuda(x_ptr, dy_dev.get(), dw_dev.get(), p, nullptr, scratch.fn());
+    dwconv_backward_filter_cuda(x_ptr, dy_ptr, dw_dev.get(), p, nullptr, scratch.fn());
+  else if (call == BfcCall::small)
+    launch_dwconv_bfc_small(x_ptr, dy_ptr, dw_dev.get(), p, small, nullptr);
   else
-    dwconv_backward_filter_cuda_tile(x_ptr, dy_dev.get(), dw_dev.get(), p, force, nullptr);
+    dwconv_backward_filter_cuda_tile(x_ptr, dy_ptr, dw_dev.get(), p, force, nullptr);
   cuda_ok(cudaDeviceSynchronize(), "bfc run");
   std::vector<float> got(size_t(p.w_elems()));
   cuda_ok(cudaMemcpy(got.data(), dw_dev.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy dw");
@@ -105,9 +108,13 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
     const std::string path =
-        call == BfcCall::entry ? dwconv_path_name(DwconvOp::backward_filter, p) : bfc_tile_path_name(p, force);
-    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << path << "' x_offset " << x_offset
-                  << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
+        call == BfcCall::entry ? dwconv_path_name(DwconvOp::backward_filter, p)
+        : call == BfcCall::small
+            ? dwconv_bfc_small_path_name(p, false, bfc_small_lane_channels(p.c, false, alignment_of({x_ptr, dy_ptr})),
+                                         small)
+            : bfc_tile_path_name(p, force);
+    ADD_FAILURE() << "BFC mismatch for " << p.str() << " path '" << path << "' x_offset " << x_offset << " dy_offset "
+                  << dy_offset << " seed " << seed << ": first bad dW[" << i << "," << j << "," << c << "] expected "
                   << ref[size_t(e)] << " got " << got[size_t(e)] << " (allowed " << rel * bound[size_t(e)]
                   << "); max abs err " << max_abs << ", max err / sum|x*dy| " << max_rel << " (bound " << rel << ")";
   }
@@ -148,8 +155,8 @@ TEST(DwconvBfcGpu, DefaultPathMatchesReference) {
   for (const Case& k : default_cases()) check_bfc(k.p, BfcForce{}, k.seed);
 }
 
-// Channel counts that are not a multiple of 4 run the tile kernel on padded copies through the entry point; pad=off
-// keeps its 4-byte-copy path.
+// Channel counts that are not a multiple of 4 run the tile kernel on padded copies through the entry point, or (at
+// stride 1 up to 5x5) the small-filter kernel unpadded; pad=off keeps the tile kernel's 4-byte-copy path.
 TEST(DwconvBfcGpu, OddChannelsThroughTheEntryPoint) {
   CNN_REQUIRE_GPU();
   const DwconvParams cases[] = {same(2, 17, 34, 3, 3, 3), same(1, 13, 20, 249, 5, 51), same(2, 15, 12, 13, 51, 5),
@@ -197,11 +204,49 @@ TEST(DwconvBfcGpu, LargeShapeSplitsAccumulation) {
   check_bfc(p, BfcForce{}, 600);
 }
 
+// The small-filter kernel forced (bfc=small) on awkward shapes, with aligned tensors (lanes of two channels where C is
+// even) and with x and dy one float off (lanes of one channel).
+TEST(DwconvBfcGpu, SmallKernelMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint32_t seed = 900;
+  for (const DwconvParams& p : cnn::test::dwconv_bfc_small_shapes()) {
+    check_bfc(p, BfcForce{}, seed++, 0, BfcCall::small);
+    check_bfc(p, BfcForce{}, seed++, 1, BfcCall::small, BfcSmallForce{}, 1);
+  }
+}
+
+// Every row tile of the small-filter kernel at both lane widths (where instantiated), chunk counts from one to one
+// task per chunk, and the override through the entry point.
+TEST(DwconvBfcGpu, SmallKernelEveryTileAndSplit) {
+  CNN_REQUIRE_GPU();
+  uint32_t seed = 1000;
+  for (const DwconvParams& p : {same(2, 9, 11, 38, 5, 5), same(2, 9, 11, 38, 7, 7), same(1, 9, 11, 38, 3, 5)})
+    for (int nr : kBfcSmallRowTiles)
+      for (int lanes : {1, 2}) {
+        const int col_tile = p.fw == 5 ? 5 : 7;  // the narrowest kBfcSmallColTiles entry >= FW
+        if (bfc_small_rows_per_thread(false, lanes, nr, col_tile) > 0)
+          check_bfc(p, BfcForce{}, seed++, 0, BfcCall::small, BfcSmallForce{lanes, nr, 0});
+      }
+  const DwconvParams p = same(3, 10, 7, 40, 7, 5);
+  for (int z : {1, 2, 3, 5, 7, 16, 1000}) check_bfc(p, BfcForce{}, seed++, 0, BfcCall::small, BfcSmallForce{0, 0, z});
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("bfc=small", "test"));
+  for (const DwconvParams& q : {same(2, 17, 34, 3, 3, 3), same(2, 13, 17, 249, 7, 7), same(4, 8, 8, 72, 5, 5)}) {
+    const std::string path = dwconv_path_name(DwconvOp::backward_filter, q);
+    EXPECT_EQ(path.rfind("bfc small ", 0), 0u) << path;
+    EXPECT_EQ(path.find("padded"), std::string::npos) << path;
+    check_bfc(q, BfcForce{}, seed++, 0, BfcCall::entry);
+  }
+  set_overrides(saved);
+}
+
 TEST(DwconvBfcGpu, RepeatedCallsOverwrite) {
   CNN_REQUIRE_GPU();
   const DwconvParams p = same(2, 17, 34, 72, 3, 3);
   check_bfc(p, BfcForce{}, 700);
   check_bfc(p, BfcForce{}, 701);  // cached plan, fresh poison: dw must be fully rewritten
+  check_bfc(p, BfcForce{}, 702, 0, BfcCall::small);
+  check_bfc(p, BfcForce{}, 703, 0, BfcCall::small);
 }
 
 // ---- CPU-only: input validation and planner rules --------------------------------------------------------------
@@ -221,6 +266,15 @@ TEST(DwconvBfcValidation, RejectsBadParamsBeforeTouchingTheDevice) {
   EXPECT_THROW(dwconv_backward_filter_cuda(nullptr, host, host, ok, nullptr, {}), Error);
   EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{2, 2, 0}, nullptr), Error);
   EXPECT_THROW(dwconv_backward_filter_cuda_tile(host, host, host, ok, BfcForce{0, 0, -1}, nullptr), Error);
+  // The small-filter kernel: stride 1 and filters up to 7x7 only, forces within range, before any device call.
+  DwconvParams strided = ok;
+  strided.stride_h = strided.stride_w = 2;
+  EXPECT_THROW(launch_dwconv_bfc_small(host, host, host, strided, {}, nullptr), Error);
+  EXPECT_THROW(launch_dwconv_bfc_small(host, host, host, same(1, 8, 8, 4, 9, 9), {}, nullptr), Error);
+  EXPECT_THROW(launch_dwconv_bfc_small(host, host, host, same(1, 8, 8, 3, 3, 3), BfcSmallForce{2, 0, 0}, nullptr),
+               Error);  // odd C: lanes of one channel
+  EXPECT_THROW(launch_dwconv_bfc_small(host, host, host, ok, BfcSmallForce{0, 0, -1}, nullptr), Error);
+  EXPECT_THROW(launch_dwconv_bfc_small(nullptr, host, host, ok, {}, nullptr), Error);
 }
 
 TEST(DwconvBfcPlan, TileChoiceFollowsCostModel) {

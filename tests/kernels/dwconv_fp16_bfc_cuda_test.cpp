@@ -1,6 +1,7 @@
 // FP16 depthwise backward-filter kernels (the register-tile kernel on FP16 inputs, the tiled strip kernel, the
-// row-warp kernel) in both accumulation modes, FP32 and hybrid, against the FP64 reference and its host emulation of
-// hybrid accumulation, and the dispatcher's backward-filter choice.
+// row-warp kernel) in both accumulation modes, FP32 and hybrid, and the small-filter kernel (FP32 accumulation),
+// against the FP64 reference and its host emulation of hybrid accumulation, and the dispatcher's backward-filter
+// choice.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include "kernels/dwconv/dwconv_cuda.h"
 #include "tests/kernels/dwconv_fp16_device.h"
 #include "tests/kernels/dwconv_fp16_test_util.h"
+#include "tests/kernels/dwconv_test_util.h"
 #include "tests/support/numeric.h"
 
 namespace cnn::dwconv {
@@ -236,18 +238,78 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
     check_bfc_tile_f16(k, seed++);
 }
 
-// The dispatcher's backward-filter choice in both accumulation modes: the register-tile kernel at stride 1 above 9
-// taps and at any stride above 1 (on padded channels where C % 8 != 0), the tiled kernel for the other stride-1
-// shapes it supports (C % 4 == 0, unpadded).
+// The small-filter kernel (bfc_small) launched directly on FP16 inputs: x and dy aligned (half2 lanes where C is
+// even) or `offset` halves off (single-half lanes); FP32 accumulation against FP64 (expect_bfc_f16's fp32 bound and
+// MARE), dW poisoned before the run.
+void check_bfc_small_f16(const DwconvParams& p, uint64_t seed, size_t offset, const BfcSmallForce& force = {}) {
+  const HalfData d = f16test::make_data(p, seed);
+  const f16test::References ref = f16test::references(p, d);
+  DeviceArray<__half> x(p.x_elems(), offset), dy(p.y_elems(), offset);
+  DeviceArray<float> dw(p.w_elems());
+  x.upload(d.x.data()), dy.upload(d.dy.data());
+  dw.poison();
+  launch_dwconv_bfc_small_f16(x.get(), dy.get(), dw.get(), p, force, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+  const std::vector<float> got_f = dw.download<float>();
+  const std::vector<double> got(got_f.begin(), got_f.end());
+  const int max_lanes = bfc_small_lane_channels(p.c, true, alignment_of({x.get(), dy.get()}));
+  expect_bfc_f16(got, ref, p, BfcAccum::fp32,
+                 dwconv_bfc_small_path_name(p, true, max_lanes, force) + " " + p.str() +
+                     " seed=" + std::to_string(seed) + " offset=" + std::to_string(offset));
+}
+
+TEST(DwconvFp16Gpu, BackwardFilterSmallKernel) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 7700;
+  for (const DwconvParams& p : cnn::test::dwconv_bfc_small_shapes()) {
+    check_bfc_small_f16(p, seed++, 0);
+    check_bfc_small_f16(p, seed++, 1);
+  }
+}
+
+// Every row tile at both lane widths (where instantiated), chunk counts from one to one task per chunk, and the
+// override through the entry point, which refuses hybrid accumulation.
+TEST(DwconvFp16Gpu, BackwardFilterSmallKernelEveryTileAndSplit) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 7800;
+  for (const Case& k : {same(2, 9, 11, 38, 5, 5), same(2, 9, 11, 38, 7, 7), same(1, 9, 11, 38, 3, 5)})
+    for (int nr : kBfcSmallRowTiles)
+      for (int lanes : {1, 2}) {
+        const int col_tile = k.fw == 5 ? 5 : 7;  // the narrowest kBfcSmallColTiles entry >= FW
+        if (bfc_small_rows_per_thread(true, lanes, nr, col_tile) > 0)
+          check_bfc_small_f16(k.params(), seed++, 0, BfcSmallForce{lanes, nr, 0});
+      }
+  for (int z : {1, 2, 3, 5, 7, 16, 1000})
+    check_bfc_small_f16(same(3, 10, 7, 40, 7, 5).params(), seed++, 0, BfcSmallForce{0, 0, z});
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("bfc=small", "test"));
+  for (const Case& k : {same(2, 17, 34, 7, 3, 3), same(2, 13, 17, 249, 7, 7), same(2, 40, 40, 72, 5, 5)}) {
+    BfcF16Run b(k, seed++);
+    const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+      ScratchBuffer scratch;
+      dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
+    });
+    const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
+    EXPECT_EQ(path.rfind("bfc f16 small (fp32 accumulation)", 0), 0u) << path;
+    EXPECT_EQ(path.find("padded"), std::string::npos) << path;
+    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str());
+    EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::ha), cnn::Error);
+  }
+  set_overrides(saved);
+}
+
+// The dispatcher's backward-filter choice. Hybrid accumulation: the register-tile kernel at stride 1 above 9 taps and
+// at any stride above 1 (on padded channels where C % 8 != 0 and C is odd), the tiled kernel for the other stride-1
+// shapes it supports (C % 4 == 0, unpadded). FP32 accumulation: the small-filter kernel at stride 1 up to 5x5 where C
+// % 8 != 0 or OH * OW <= 32 * 32 (unpadded at any C), the same kernels as ha elsewhere.
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
     return dwconv_path_name(DwconvOp::backward_filter, k.params(), DType::f16, accum);
   };
-  for (BfcAccum accum : {BfcAccum::fp32, BfcAccum::ha}) {
-    const std::string mode = bfc_accum_name(accum);
-    const std::string tile = std::string("bfc f16 tile (") + mode + " accumulation)";
-    const std::string tiled = std::string("bfc f16 ") + mode + " tiled";
+  {
+    const BfcAccum accum = BfcAccum::ha;
+    const std::string tile = "bfc f16 tile (ha accumulation)", tiled = "bfc f16 ha tiled";
     for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 9), same(1, 17, 34, 72, 51, 51),
                           same(1, 17, 34, 72, 51, 5)})
       EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
@@ -272,6 +334,20 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
       else
         EXPECT_NE(path.find("(channels padded 13->16)"), std::string::npos) << path;
     }
+  }
+  {
+    const BfcAccum accum = BfcAccum::fp32;
+    const std::string small = "bfc f16 small (fp32 accumulation)", tile = "bfc f16 tile (fp32 accumulation)",
+                      tiled = "bfc f16 fp32 tiled";
+    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 13, 5, 5),
+                          same(1, 40, 40, 249, 5, 5), same(1, 40, 40, 124, 1, 3), same(64, 32, 32, 249, 5, 5)}) {
+      const std::string path = path_of(k, accum);
+      EXPECT_TRUE(path.rfind(small, 0) == 0 && path.find("padded") == std::string::npos) << path;
+    }
+    EXPECT_EQ(path_of(same(1, 40, 40, 72, 5, 5), accum).rfind(tile, 0), 0u);  // C % 8 == 0 on 40x40
+    EXPECT_EQ(path_of(same(1, 40, 40, 72, 3, 3), accum).rfind(tiled, 0), 0u);
+    EXPECT_EQ(path_of(same(1, 17, 34, 72, 7, 7), accum).rfind(tile, 0), 0u);                    // beyond 5x5
+    EXPECT_EQ(path_of(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, accum).rfind(tile, 0), 0u);  // stride 2
   }
   const DwconvParams small = same(1, 17, 34, 72, 5, 5).params();
   EXPECT_FALSE(bfc_f16_tiled_supports(small, reinterpret_cast<const void*>(std::uintptr_t{4}), nullptr));

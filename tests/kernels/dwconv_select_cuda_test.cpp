@@ -40,6 +40,7 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
   EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
   EXPECT_EQ(parse_overrides("fwd=tile", "VAR").fwd, Kernel::direct_tile);
+  EXPECT_EQ(parse_overrides("bfc=small", "VAR").bfc, Kernel::bfc_small);
   const Overrides empty = parse_overrides("", "VAR");
   EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
@@ -119,6 +120,48 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
   EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, even, 3, nullptr), cnn::Error);
   EXPECT_THROW(launch_dwconv_direct_tile(f, f + 1, nullptr, f, even, 2, nullptr), cnn::Error);
   EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, odd, 2, nullptr), cnn::Error);
+}
+
+// The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a
+// multiple of the vector width or the map has at most 32 x 32 positions, unpadded at any C; not with hybrid
+// accumulation, beyond 5x5, on larger maps at such C or at stride 2. bfc=small forces it (FP32 too, unpadded even
+// with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter selection queries
+// no device.
+TEST(DwconvSelect, BfcSmallPlans) {
+  const auto bfc = [](DType t, const DwconvParams& p, BfcAccum accum = BfcAccum::fp32, const char* text = "",
+                      int align = 16) {
+    return select(DwconvOp::backward_filter, t, p, accum, align, parse_overrides(text, "VAR"));
+  };
+  for (DType t : {DType::f16, DType::f32}) {
+    const std::string name = dtype_name(t);
+    for (const DwconvParams& p :
+         {same_pad(64, 32, 32, 249, 5, 5), same_pad(64, 16, 16, 499, 5, 5), same_pad(64, 8, 8, 998, 5, 5),
+          same_pad(64, 64, 64, 123, 5, 5), same_pad(64, 32, 32, 256, 3, 3), same_pad(8, 17, 34, 7, 3, 5),
+          same_pad(8, 17, 34, 7, 1, 1)}) {
+      const Plan plan = bfc(t, p);
+      EXPECT_TRUE(plan.kernel == Kernel::bfc_small && plan.padded_c == 0) << name << " " << p.str();
+      EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
+    }
+    EXPECT_EQ(bfc(t, same_pad(2, 8, 8, 998, 5, 5), BfcAccum::fp32, "", 2).small_lane_channels, 1) << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 128, 7, 7)).kernel, Kernel::bfc_tile) << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 128, 5, 5)).kernel, Kernel::bfc_tile) << name;  // vector C, 64x64
+    EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 5, 5, 2)).kernel, Kernel::bfc_small) << name;
+    EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, Kernel::bfc_small) << name;
+    for (const char* text : {"bfc=small", "bfc=small,pad=on"}) {
+      const Plan forced = bfc(t, same_pad(64, 64, 64, 249, 7, 7), BfcAccum::fp32, text);
+      EXPECT_TRUE(forced.kernel == Kernel::bfc_small && forced.padded_c == 0) << name << " " << text;
+    }
+    EXPECT_THROW(bfc(t, same_pad(1, 17, 34, 72, 9, 9), BfcAccum::fp32, "bfc=small"), cnn::Error) << name;
+    EXPECT_THROW(bfc(t, same_pad(1, 17, 34, 72, 3, 3, 2), BfcAccum::fp32, "bfc=small"), cnn::Error) << name;
+  }
+  // Hybrid accumulation keeps the run-structured kernels (here the tile kernel on channels padded to 256), and a
+  // forced bfc_small with ha is an error that names the accumulation.
+  const Plan ha = bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha);
+  EXPECT_TRUE(ha.kernel == Kernel::bfc_tile && ha.padded_c == 256);
+  const std::string error =
+      cnn::test::error_of([&] { bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha, "bfc=small"); });
+  EXPECT_NE(error.find("bfc_small: needs fp32 accumulation"), std::string::npos) << error;
+  EXPECT_THROW(bfc(DType::f32, same_pad(1, 17, 34, 72, 3, 3), BfcAccum::fp32, "bfc=strip"), cnn::Error);
 }
 
 // The FP32 table: 3x3 row-sliding, 5x5 TMA (8-byte lanes, 16x8 tiles, three stages), GEMV elsewhere with TM 16 on
@@ -248,21 +291,32 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     const Plan forced = plan(op, DType::f16, same_pad(1, 17, 16, 124, 51, 5), "fwd=ring");
     EXPECT_TRUE(forced.kernel == Kernel::fwd_tc_ring && forced.padded_c == 0);
   }
-  // FP16 backward-filter where the tile kernel is the choice: unpadded at an even C (8- or 4-byte copies), padded
-  // at an odd one.
-  const Plan tile = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 51, 5));
+  // FP16 backward-filter with hybrid accumulation where the tile kernel is the choice: unpadded at an even C (8- or
+  // 4-byte copies), padded at an odd one; the strip kernel unpadded at C % 4 == 0. With FP32 accumulation the same
+  // stride-1 shapes up to 5x5 run the small-filter kernel unpadded (DwconvSelect.BfcSmallPlans).
+  const auto plan_ha = [](const DwconvParams& p, const char* text = "") {
+    return select(DwconvOp::backward_filter, DType::f16, p, BfcAccum::ha, 16, parse_overrides(text, "VAR"));
+  };
+  const Plan tile = plan_ha(same_pad(1, 17, 34, 124, 51, 5));
   EXPECT_TRUE(tile.kernel == Kernel::bfc_tile && tile.padded_c == 0);
-  const Plan tile998 = plan(bfc, DType::f16, same_pad(1, 17, 34, 998, 5, 5));
+  const Plan tile998 = plan_ha(same_pad(1, 17, 34, 998, 5, 5));
   EXPECT_TRUE(tile998.kernel == Kernel::bfc_tile && tile998.padded_c == 0);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 5, 5)).padded_c, 256);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 998, 3, 3)).padded_c, 1000);  // the strip kernel's choice
-  const Plan strip = plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
+  EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 249, 5, 5)).padded_c, 256);
+  EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 998, 3, 3)).padded_c, 1000);  // the strip kernel's choice
+  const Plan strip = plan_ha(same_pad(1, 17, 34, 124, 3, 3));
   EXPECT_TRUE(strip.kernel == Kernel::bfc_strip_f16 && strip.padded_c == 0);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
+  EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 249, 3, 3)).padded_c, 256);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2)).padded_c, 0);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 13, 3, 3, 2)).padded_c, 16);
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
-  EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
+  EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
+  for (const DwconvParams& q : {same_pad(1, 17, 34, 998, 5, 5), same_pad(1, 17, 34, 249, 3, 3)}) {
+    for (const char* text : {"", "pad=off"}) {
+      const Plan small = plan(bfc, DType::f16, q, text);
+      EXPECT_TRUE(small.kernel == Kernel::bfc_small && small.padded_c == 0) << q.str() << " " << text;
+    }
+  }
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
   EXPECT_EQ(plan(bfc, DType::f32, same_pad(1, 17, 34, 499, 7, 7)).padded_c, 500);
   const std::string name = dwconv_path_name(fwd, same_pad(1, 17, 34, 249, 5, 51), DType::f16);
@@ -289,6 +343,10 @@ TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
   EXPECT_THROW(forced("bfc=strip", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2), DwconvOp::backward_filter),
                cnn::Error);
   EXPECT_THROW(forced("bfc=rowwarp", DType::f32, same_pad(1, 17, 34, 72, 3, 3), DwconvOp::backward_filter),
+               cnn::Error);
+  EXPECT_EQ(forced("bfc=small", DType::f32, same_pad(1, 17, 34, 72, 7, 7), DwconvOp::backward_filter).kernel,
+            Kernel::bfc_small);
+  EXPECT_THROW(forced("bfc=small", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2), DwconvOp::backward_filter),
                cnn::Error);
 }
 

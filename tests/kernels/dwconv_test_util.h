@@ -114,4 +114,37 @@ inline std::vector<dwconv::DwconvParams> dwconv_awkward_shapes() {
   return s;
 }
 
+// Stride-1 shapes of the small-filter backward-filter kernel (bfc_small), FP32 and FP16 GPU tests: C in {1, 3, 8, 9,
+// 75, 124, 249, 499, 998}, maps 1x1 to 32x32 (and 1 x 34, 17 x 1), N 1-5, filters 1x1, 3x3, 3x5, 5x3, 5x5, 7x7 and the
+// even 2x2, 4x6 (run on the next odd tile), padding 0, 1, 2, asymmetric and beyond the filter's reach.
+inline std::vector<dwconv::DwconvParams> dwconv_bfc_small_shapes() {
+  std::vector<dwconv::DwconvParams> s;
+  auto add = [&](int n, int ih, int iw, int c, int fh, int fw, int pt, int pb, int pl, int pr) {
+    s.push_back(dwconv_shape(n, ih, iw, c, fh, fw, 1, 1, pt, pb, pl, pr));
+  };
+  add(1, 1, 1, 1, 1, 1, 0, 0, 0, 0);      // one pixel, one channel
+  add(2, 3, 5, 3, 3, 3, 1, 1, 1, 1);      // 3x5 map, C = 3
+  add(3, 8, 8, 8, 5, 5, 2, 2, 2, 2);      // C = 8: a quarter of the lanes
+  add(1, 13, 17, 75, 3, 5, 1, 1, 2, 2);   // odd C, 3x5
+  add(2, 13, 17, 75, 5, 3, 2, 2, 1, 1);   // 5x3
+  add(5, 8, 8, 124, 5, 5, 2, 2, 2, 2);    // N = 5, C % 8 == 4
+  add(2, 32, 32, 249, 5, 5, 2, 2, 2, 2);  // SLaK's 32x32x249
+  add(1, 16, 16, 499, 5, 5, 2, 2, 2, 2);  // 16x16x499
+  add(2, 8, 8, 998, 5, 5, 2, 2, 2, 2);    // 8x8x998: lanes of two channels
+  add(4, 3, 5, 998, 1, 1, 0, 0, 0, 0);    // 1x1
+  add(1, 32, 32, 124, 3, 3, 1, 1, 1, 1);  // 3x3 on 32x32
+  add(2, 13, 17, 249, 7, 7, 3, 3, 3, 3);  // 7x7: two filter row groups
+  add(1, 8, 8, 998, 7, 7, 3, 3, 3, 3);    // 7x7 on pairs of channels
+  add(2, 13, 17, 75, 5, 5, 0, 0, 0, 0);   // no padding: dY smaller than X
+  add(1, 13, 17, 124, 5, 5, 2, 1, 0, 2);  // asymmetric padding
+  add(3, 8, 8, 3, 5, 5, 5, 1, 0, 6);      // padding past the filter's reach: dW rows and columns of zeros
+  add(1, 1, 1, 8, 5, 5, 2, 2, 2, 2);      // 1x1 map, 5x5 filter
+  add(2, 13, 17, 9, 4, 6, 1, 2, 3, 2);    // even filter: a dropped row and column
+  add(2, 8, 8, 75, 2, 2, 1, 0, 0, 1);     // 2x2 on the 3-column tile
+  add(1, 5, 3, 75, 5, 3, 0, 0, 0, 0);     // filter = map: OH = OW = 1
+  add(2, 1, 34, 124, 3, 5, 1, 1, 2, 2);   // H = 1
+  add(1, 17, 1, 249, 5, 3, 2, 2, 1, 1);   // W = 1
+  return s;
+}
+
 }  // namespace cnn::test

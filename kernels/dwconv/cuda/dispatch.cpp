@@ -59,8 +59,11 @@ void run_strided_backward_data(const __half* dy, const __half* w, __half* dx, co
 
 void run_backward_filter(const float* x, const float* dy, float* dw, const DwconvParams& p, BfcAccum,
                          const Plan& plan, cudaStream_t stream) {
-  if (plan.kernel != Kernel::bfc_tile) not_for(plan, "an FP32 backward-filter kernel");
-  dwconv_backward_filter_cuda_tile(x, dy, dw, p, plan.bfc, stream);
+  switch (plan.kernel) {
+    case Kernel::bfc_tile: return dwconv_backward_filter_cuda_tile(x, dy, dw, p, plan.bfc, stream);
+    case Kernel::bfc_small: return launch_dwconv_bfc_small(x, dy, dw, p, BfcSmallForce{}, stream);
+    default: not_for(plan, "an FP32 backward-filter kernel");
+  }
 }
 void run_backward_filter(const __half* x, const __half* dy, float* dw, const DwconvParams& p, BfcAccum accum,
                          const Plan& plan, cudaStream_t stream) {
@@ -68,6 +71,9 @@ void run_backward_filter(const __half* x, const __half* dy, float* dw, const Dwc
     case Kernel::bfc_tile: return dwconv_backward_filter_cuda_tile_f16(x, dy, dw, p, accum, plan.bfc, stream);
     case Kernel::bfc_strip_f16: return launch_dwconv_bfc_f16_tiled(x, dy, dw, p, accum, BfcF16TiledForce{}, stream);
     case Kernel::bfc_rowwarp_f16: return launch_dwconv_bfc_f16(x, dy, dw, p, accum, BfcF16Force{}, stream);
+    case Kernel::bfc_small:
+      CNN_CHECK(accum == BfcAccum::fp32, "dwconv: plan bfc_small accumulates in FP32, got ", bfc_accum_name(accum));
+      return launch_dwconv_bfc_small_f16(x, dy, dw, p, BfcSmallForce{}, stream);
     default: not_for(plan, "an FP16 backward-filter kernel");
   }
 }

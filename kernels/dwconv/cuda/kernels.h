@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/dwconv/cuda/bfc_small_plan.h"
 #include "kernels/dwconv/cuda/bfc_tile_plan.h"
 #include "kernels/dwconv/dwconv.h"
 
@@ -196,5 +197,23 @@ void launch_dwconv_bfc_f16_tiled(const __half* x, const __half* dy, float* dw, c
                                  const BfcF16TiledForce& force, cudaStream_t stream);
 std::string dwconv_bfc_f16_tiled_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force);
 
+// ---- Backward-filter for small filters at stride 1 (bfc_small.cu; tiles and task split in bfc_small_plan.h): FH,
+// FW <= kBfcSmallMaxF, any C, alignment, N, H, W and padding, FP32 and FP16 inputs with FP32 accumulation, no padded
+// copies. Zeroes dw, then one FP32 atomic add per (tap, channel) per block. Lanes of 2 adjacent channels (half2 /
+// float2 loads) where C is even and x, dy are aligned to 2 elements (bfc_small_lane_channels), else 1.
+struct BfcSmallForce {
+  int lanes = 0;  // > 0: channels per lane, 1 or 2 (2 only where bfc_small_lane_channels allows it); 0: the planner's
+  int nr = 0;     // > 0: filter rows per thread, an entry of kBfcSmallRowTiles with a kernel for the lane width
+  int z = 0;      // > 0: this many chunks of tasks per channel slice (clamped to the tasks)
+};
+bool bfc_small_supports(const DwconvParams& p, bool f16);  // stride 1, FH, FW <= 7, C * element bytes < 2^31
+int bfc_small_lane_channels(int c, bool f16, int align);   // 2 at an even C with x, dy aligned to 2 elements, else 1
+void launch_dwconv_bfc_small(const float* x, const float* dy, float* dw, const DwconvParams& p,
+                             const BfcSmallForce& force, cudaStream_t stream);
+void launch_dwconv_bfc_small_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                 const BfcSmallForce& force, cudaStream_t stream);
+// The plan where lanes take at most max_lanes channels (bfc_small_lane_channels of the tensors), e.g. "bfc f16 small
+// (fp32 accumulation) lanes=32x1 tile=5x5 dy_rows=2 ...".
+std::string dwconv_bfc_small_path_name(const DwconvParams& p, bool f16, int max_lanes, const BfcSmallForce& force);
 
 }  // namespace cnn::dwconv

@@ -101,15 +101,32 @@ constexpr int kBfcStripMaxTaps = 9;
 // Channel padding: a channel count the vector kernels cannot take (C % 8 FP16, C % 4 FP32; SLaK's 124 / 249 / 499 /
 // 998) otherwise falls to the direct kernel, one channel per thread. Padding costs a copy of each input and output
 // (two or three map-sized memory passes) and CP / C more work, far less than the direct kernel's loss at any filter
-// the fast kernels take; strided forward-style ops stay direct (no fast kernel takes them). FP16 backward-filter
-// pads only where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
+// the fast kernels take; strided forward-style ops stay direct (no fast kernel takes them). Backward-filter does not
+// pad where the small-filter kernel is the choice (bfc_small_wins: any C); FP16 backward-filter otherwise pads only
+// where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
 int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
+
+// The small-filter backward-filter kernel (FP32 and FP16, any C unpadded) where it is expected to win; not yet
+// measured against the plans it replaces (the A/B: dwconv-bench --op bfc with --kernel bfc=small against bfc=tile).
+// Stride 1 and filters up to 5x5 with FP32 accumulation (ha's FP16 runs are implemented by the other kernels only),
+// and either a channel count the vector kernels take only on padded copies or narrow copies (C % 8 FP16, C % 4 FP32:
+// SLaK's 124, 249, 499, 998) or small maps (OH * OW <= 32 * 32), where the register-tile kernel's plans run
+// one-warp blocks, few per SM.
+constexpr int kBfcSmallDefaultMaxF = 5;
+constexpr int64_t kBfcSmallDefaultMaxPositions = 32 * 32;
+bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum) {
+  const bool f16 = dtype == DType::f16;
+  if (!bfc_small_supports(p, f16) || p.fh > kBfcSmallDefaultMaxF || p.fw > kBfcSmallDefaultMaxF) return false;
+  if (f16 && accum == BfcAccum::ha) return false;
+  return p.c % vector_width(dtype) != 0 || int64_t(p.oh()) * p.ow() <= kBfcSmallDefaultMaxPositions;
+}
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
 // the CUDA-core kernel's 4-half lanes, other counts on the tiled direct kernel): at 5x5 a padded plan's copies of
 // the input and the output cost more than the convolution, and these kernels read each map once per block. Larger
-// filters keep the padded fast kernels, whose work grows with the taps while the copies do not. Backward-filter stays
-// padded: a tiled direct backward-filter ran 1.4-2.1x slower than the padded register-tile kernel at SLaK's widths.
+// filters keep the padded fast kernels, whose work grows with the taps while the copies do not. (A tiled direct
+// backward-filter ran 1.4-2.1x slower than the padded register-tile kernel at SLaK's widths; backward-filter's
+// unpadded kernel for small filters is bfc_small, above.)
 constexpr int kDirectTileMaxUnpaddedF = 5;
 bool direct_tile_instead_of_padding(const DwconvParams& p) {
   return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF &&
@@ -123,13 +140,15 @@ bool half4(DType dtype, const DwconvParams& p, int align) {
   return dtype == DType::f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
 }
 
-int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, int align, const Overrides& o) {
+int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
+  if (op == DwconvOp::backward_filter && o.bfc == Kernel::bfc_small) return 0;  // any C, even with pad=on
   const int cp = (p.c + vec - 1) / vec * vec;
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
+    if (!o.bfc && bfc_small_wins(dtype, p, accum)) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
     if (strip_unpadded && strip_wins) return 0;
@@ -181,7 +200,8 @@ Kernel parse_bfc_kernel(const std::string& v, const char* what) {
   if (v == "tile") return Kernel::bfc_tile;
   if (v == "strip") return Kernel::bfc_strip_f16;
   if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
-  bad_override(what, "bfc must be tile|strip|rowwarp, got '", v, "'");
+  if (v == "small") return Kernel::bfc_small;
+  bad_override(what, "bfc must be tile|strip|rowwarp|small, got '", v, "'");
 }
 
 // "TM[+ring][+whole]", each flag at most once.
@@ -352,13 +372,25 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   return plan;
 }
 
-Plan backward_filter(DType dtype, const DwconvParams& p, int align, const Overrides& o) {
+Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
+  const bool f16 = dtype == DType::f16;
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
-  if (dtype == DType::f32) {
+  const bool forced_small = o.bfc == Kernel::bfc_small;
+  if (forced_small) {
+    check_forced(bfc_small_supports(p, f16), "bfc_small", "stride 1 and a filter up to 7x7", p);
+    CNN_CHECK(!f16 || accum == BfcAccum::fp32, "dwconv kernel override bfc_small: needs fp32 accumulation (ha's ",
+              "FP16 runs are bfc_tile's, bfc_strip_f16's and bfc_rowwarp_f16's), got ha for ", p.str());
+  }
+  if (forced_small || (!o.bfc && bfc_small_wins(dtype, p, accum))) {
+    plan.kernel = Kernel::bfc_small;
+    plan.small_lane_channels = bfc_small_lane_channels(p.c, f16, align);
+    return plan;
+  }
+  if (!f16) {
     CNN_CHECK(!o.bfc || *o.bfc == Kernel::bfc_tile, "dwconv kernel override ", kernel_name(*o.bfc),
-              ": FP32 backward-filter runs bfc_tile only");
+              ": FP32 backward-filter runs bfc_tile or bfc_small");
     return plan;
   }
   // The kernels' own requirements (bfc_tile_f16_supports, bfc_f16_tiled_supports) in terms of the alignment.
@@ -391,6 +423,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::bfc_tile: return "bfc_tile";
     case Kernel::bfc_strip_f16: return "bfc_strip_f16";
     case Kernel::bfc_rowwarp_f16: return "bfc_rowwarp_f16";
+    case Kernel::bfc_small: return "bfc_small";
   }
   return "unknown";
 }
@@ -419,16 +452,16 @@ Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int
             dtype_name(dtype));
   CNN_CHECK(accum == BfcAccum::fp32 || accum == BfcAccum::ha, "dwconv select: expected accumulation fp32 or ha, got ",
             static_cast<int>(accum));
-  if (const int cp = padded_channels(op, dtype, p, align, o)) {
+  if (const int cp = padded_channels(op, dtype, p, accum, align, o)) {
     DwconvParams q = p;
     q.c = cp;
     constexpr int kScratchAlign = 16;  // the padded copies live in the caller's scratch (DwconvScratch)
-    Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, kScratchAlign, o)
+    Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, accum, kScratchAlign, o)
                                                 : forward_style(op, dtype, q, kScratchAlign, o);
     plan.padded_c = cp;
     return plan;
   }
-  if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, align, o);
+  if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, accum, align, o);
   return forward_style(op, dtype, p, align, o);
 }
 
@@ -470,6 +503,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_tiled_path_name(p, accum, BfcF16TiledForce{});
     case Kernel::bfc_rowwarp_f16:
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
+    case Kernel::bfc_small:
+      return dwconv_bfc_small_path_name(p, f16, plan.small_lane_channels, BfcSmallForce{});
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
                      " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x",

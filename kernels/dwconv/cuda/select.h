@@ -27,6 +27,7 @@ enum class Kernel {
   bfc_tile,         // backward-filter register tiles, FP32 and FP16 inputs, fp32 or ha accumulation (bfc_tile.cu)
   bfc_strip_f16,    // FP16 backward-filter over dY column strips, stride 1 (bfc_strip_f16.cu)
   bfc_rowwarp_f16,  // FP16 backward-filter, one warp per dY row, any shape (bfc_rowwarp_f16.cu)
+  bfc_small,        // backward-filter, stride 1, filters up to 7x7, any C and alignment; FP32 and FP16 (bfc_small.cu)
 };
 const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 
@@ -34,7 +35,8 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 // "key=value,key=value,...", read from the environment variable CNN_DWCONV or from dwconv-bench --kernel:
 //   fwd=direct|tile|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
 //                                           direct|tile|vslide|tma|gemv, FP16 direct|tile|tma|cc|ring|tc
-//   bfc=tile|strip|rowwarp                  the FP16 backward-filter kernel (FP32 always runs tile)
+//   bfc=tile|strip|rowwarp|small            the backward-filter kernel (FP32 takes tile|small; small needs fp32
+//                                           accumulation, not ha)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
 //   ring_mma=taps|pairs  ring_q=1|2|4  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
@@ -77,6 +79,7 @@ struct Plan {
   int tc_theta = 1;    // fwd_tc: 4, 2 or 1 (block tile (16/theta) x (8*theta))
   BfcForce bfc;        // bfc_tile: a forced register tile (zero: the planner's)
   int tile_lane_channels = 1;  // direct_tile: channels per lane, 1 or 2 (direct_tile_lane_channels)
+  int small_lane_channels = 1;  // bfc_small: the most channels per lane the tensors allow (bfc_small_lane_channels)
 };
 
 // The plan for op on p. `align`: the alignment in bytes that every tensor pointer of the op has (alignment_of; 16
