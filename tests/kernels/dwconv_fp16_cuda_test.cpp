@@ -161,7 +161,7 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case(same(2, 19, 70, 249, 5, 5), seed++, 0, false);                 // small filter at odd C: tiled direct
   check_case(same(2, 19, 70, 124, 5, 5), seed++, 0, false);                 // C % 8 == 4: cuda-core, 4-half lanes
   check_case({1, 17, 34, 12, 3, 5, 1, 1, 4, 0, 0, 5}, seed++, 0, false);    // the same, backward-data crops
-  check_case(same(1, 17, 34, 14, 5, 5), seed++, 0, false);                  // C % 4 == 2: ha's 4-byte bfc copies
+  check_case(same(1, 17, 34, 14, 5, 5), seed++, 0, false);                  // C % 4 == 2: 4-byte bfc copies
   check_case({2, 17, 34, 12, 5, 5, 2, 1, 2, 2, 1, 3}, seed++, 0, false);    // bfc tile at stride 2x1, 8-byte copies
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips at 124: ring unpadded
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 4, false);                // ... with 8-byte aligned tensors

@@ -123,10 +123,11 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 }
 
 // The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a
-// multiple of the vector width or the map has at most 32 x 32 positions, unpadded at any C; not with hybrid
-// accumulation, beyond 5x5, on larger maps at such C or at stride 2. bfc=small forces it (FP32 too, unpadded even
-// with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter selection queries
-// no device.
+// multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
+// on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
+// hybrid accumulation, beyond 5x5 or at stride 2. bfc=small forces it (FP32 too, unpadded
+// even with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter selection
+// queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
   const auto bfc = [](DType t, const DwconvParams& p, BfcAccum accum = BfcAccum::fp32, const char* text = "",
                       int align = 16) {
@@ -135,16 +136,26 @@ TEST(DwconvSelect, BfcSmallPlans) {
   for (DType t : {DType::f16, DType::f32}) {
     const std::string name = dtype_name(t);
     for (const DwconvParams& p :
-         {same_pad(64, 32, 32, 249, 5, 5), same_pad(64, 16, 16, 499, 5, 5), same_pad(64, 8, 8, 998, 5, 5),
-          same_pad(64, 64, 64, 123, 5, 5), same_pad(64, 32, 32, 256, 3, 3), same_pad(8, 17, 34, 7, 3, 5),
+         {same_pad(64, 32, 32, 249, 5, 5), same_pad(64, 16, 16, 499, 5, 5), same_pad(64, 8, 8, 998, 3, 3),
+          same_pad(64, 64, 64, 123, 5, 5), same_pad(64, 32, 32, 250, 3, 3), same_pad(8, 17, 34, 7, 3, 5),
           same_pad(8, 17, 34, 7, 1, 1)}) {
       const Plan plan = bfc(t, p);
       EXPECT_TRUE(plan.kernel == Kernel::bfc_small && plan.padded_c == 0) << name << " " << p.str();
       EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
     }
     EXPECT_EQ(bfc(t, same_pad(2, 8, 8, 998, 5, 5), BfcAccum::fp32, "", 2).small_lane_channels, 1) << name;
+    for (const DwconvParams& p : {same_pad(64, 64, 64, 124, 5, 5), same_pad(64, 8, 8, 998, 5, 5)}) {
+      const Plan plan = bfc(t, p);
+      if (t == DType::f16) {
+        EXPECT_TRUE(plan.kernel == Kernel::bfc_tile && plan.padded_c == 0) << p.str();
+      } else {
+        EXPECT_EQ(plan.kernel, p.c % 4 == 0 ? Kernel::bfc_tile : Kernel::bfc_small) << p.str();
+      }
+    }
     EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 128, 7, 7)).kernel, Kernel::bfc_tile) << name;
-    EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 128, 5, 5)).kernel, Kernel::bfc_tile) << name;  // vector C, 64x64
+    for (const DwconvParams& p : {same_pad(64, 64, 64, 128, 5, 5), same_pad(64, 32, 32, 256, 5, 5),
+                                  same_pad(64, 8, 8, 1000, 3, 3)})  // vector C, large and small maps
+      EXPECT_NE(bfc(t, p).kernel, Kernel::bfc_small) << name << " " << p.str();
     EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 5, 5, 2)).kernel, Kernel::bfc_small) << name;
     EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, Kernel::bfc_small) << name;
     for (const char* text : {"bfc=small", "bfc=small,pad=on"}) {
@@ -311,11 +322,11 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 12, 3, 3, 2), "bfc=rowwarp").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 249, 3, 3), "pad=off").kernel, Kernel::bfc_rowwarp_f16);
   EXPECT_EQ(plan_ha(same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
-  for (const DwconvParams& q : {same_pad(1, 17, 34, 998, 5, 5), same_pad(1, 17, 34, 249, 3, 3)}) {
-    for (const char* text : {"", "pad=off"}) {
-      const Plan small = plan(bfc, DType::f16, q, text);
-      EXPECT_TRUE(small.kernel == Kernel::bfc_small && small.padded_c == 0) << q.str() << " " << text;
-    }
+  for (const char* text : {"", "pad=off"}) {
+    const Plan small = plan(bfc, DType::f16, same_pad(1, 17, 34, 249, 3, 3), text);
+    EXPECT_TRUE(small.kernel == Kernel::bfc_small && small.padded_c == 0) << text;
+    const Plan tile_fp32 = plan(bfc, DType::f16, same_pad(1, 17, 34, 998, 5, 5), text);  // narrow copies
+    EXPECT_TRUE(tile_fp32.kernel == Kernel::bfc_tile && tile_fp32.padded_c == 0) << text;
   }
   EXPECT_EQ(plan(bfc, DType::f16, same_pad(1, 17, 34, 124, 3, 3), "pad=on").padded_c, 128);
   EXPECT_EQ(plan(bfc, DType::f32, same_pad(1, 17, 34, 499, 7, 7)).padded_c, 500);

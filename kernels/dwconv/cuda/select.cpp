@@ -106,19 +106,19 @@ constexpr int kBfcStripMaxTaps = 9;
 // where the kernel for C % 4 == 0 (the strip kernel, unpadded) is not the table's choice.
 int vector_width(DType dtype) { return dtype == DType::f16 ? 8 : 4; }
 
-// The small-filter backward-filter kernel (FP32 and FP16, any C unpadded) where it is expected to win; not yet
-// measured against the plans it replaces (the A/B: dwconv-bench --op bfc with --kernel bfc=small against bfc=tile).
-// Stride 1 and filters up to 5x5 with FP32 accumulation (ha's FP16 runs are implemented by the other kernels only),
-// and either a channel count the vector kernels take only on padded copies or narrow copies (C % 8 FP16, C % 4 FP32:
-// SLaK's 124, 249, 499, 998) or small maps (OH * OW <= 32 * 32), where the register-tile kernel's plans run
-// one-warp blocks, few per SM.
+// The small-filter backward-filter kernel (FP32 and FP16, any C unpadded) at stride 1, filters up to 5x5, FP32
+// accumulation (ha's FP16 runs are implemented by the other kernels only) and a channel count the vector kernels take
+// only on padded copies (C % 8 FP16, C % 4 FP32: SLaK's 249, 499; FP32 998). There it skips the copies and runs
+// 1.2-2.3x faster than the padded plans at 3x3 and 5x5. Not where the register-tile kernel runs unpadded on narrow
+// copies (FP16 at an even C beyond 3x3: 124 and 998 at 5x5, where bfc_small runs 0.73x and 0.98x of it) nor at an
+// aligned C, where bfc_tile is as fast or faster (5x5 1.2-1.5x, small maps included); 7x7 ties.
 constexpr int kBfcSmallDefaultMaxF = 5;
-constexpr int64_t kBfcSmallDefaultMaxPositions = 32 * 32;
-bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum) {
+bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
   const bool f16 = dtype == DType::f16;
   if (!bfc_small_supports(p, f16) || p.fh > kBfcSmallDefaultMaxF || p.fw > kBfcSmallDefaultMaxF) return false;
   if (f16 && accum == BfcAccum::ha) return false;
-  return p.c % vector_width(dtype) != 0 || int64_t(p.oh()) * p.ow() <= kBfcSmallDefaultMaxPositions;
+  const bool tile_unpadded = f16 && p.fh * p.fw > kBfcStripMaxTaps && bfc_tile_copy_bytes(p.c, true, align) != 0;
+  return p.c % vector_width(dtype) != 0 && !tile_unpadded;
 }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
@@ -148,7 +148,7 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
-    if (!o.bfc && bfc_small_wins(dtype, p, accum)) return 0;
+    if (!o.bfc && bfc_small_wins(dtype, p, accum, align)) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
     if (strip_unpadded && strip_wins) return 0;
@@ -383,7 +383,7 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
     CNN_CHECK(!f16 || accum == BfcAccum::fp32, "dwconv kernel override bfc_small: needs fp32 accumulation (ha's ",
               "FP16 runs are bfc_tile's, bfc_strip_f16's and bfc_rowwarp_f16's), got ha for ", p.str());
   }
-  if (forced_small || (!o.bfc && bfc_small_wins(dtype, p, accum))) {
+  if (forced_small || (!o.bfc && bfc_small_wins(dtype, p, accum, align))) {
     plan.kernel = Kernel::bfc_small;
     plan.small_lane_channels = bfc_small_lane_channels(p.c, f16, align);
     return plan;
