@@ -339,13 +339,17 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     const BfcAccum accum = BfcAccum::fp32;
     const std::string small = "bfc f16 small (fp32 accumulation)", tile = "bfc f16 tile (fp32 accumulation)",
                       tiled = "bfc f16 fp32 tiled";
-    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 17, 34, 72, 3, 3), same(1, 17, 34, 13, 5, 5),
-                          same(1, 40, 40, 249, 5, 5), same(1, 40, 40, 124, 1, 3), same(64, 32, 32, 249, 5, 5)}) {
+    for (const Case& k : {same(1, 17, 34, 13, 5, 5), same(1, 17, 34, 249, 3, 3), same(1, 40, 40, 249, 5, 5),
+                          same(1, 40, 40, 124, 1, 3), same(64, 32, 32, 249, 5, 5)}) {
       const std::string path = path_of(k, accum);
       EXPECT_TRUE(path.rfind(small, 0) == 0 && path.find("padded") == std::string::npos) << path;
     }
-    EXPECT_EQ(path_of(same(1, 40, 40, 72, 5, 5), accum).rfind(tile, 0), 0u);  // C % 8 == 0 on 40x40
-    EXPECT_EQ(path_of(same(1, 40, 40, 72, 3, 3), accum).rfind(tiled, 0), 0u);
+    for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 40, 40, 72, 5, 5)})  // C % 8 == 0, small maps too
+      EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
+    for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 40, 40, 72, 3, 3)})
+      EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);
+    const std::string narrow = path_of(same(1, 40, 40, 124, 5, 5), accum);  // even C beyond 3x3: 8-byte copies
+    EXPECT_TRUE(narrow.rfind(tile, 0) == 0 && narrow.find("padded") == std::string::npos) << narrow;
     EXPECT_EQ(path_of(same(1, 17, 34, 72, 7, 7), accum).rfind(tile, 0), 0u);                    // beyond 5x5
     EXPECT_EQ(path_of(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, accum).rfind(tile, 0), 0u);  // stride 2
   }
