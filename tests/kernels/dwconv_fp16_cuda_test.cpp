@@ -166,6 +166,10 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips at 124: ring unpadded
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 4, false);                // ... with 8-byte aligned tensors
   check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);                // at 249: padded
+  check_case(same(1, 17, 34, 30, 5, 13), seed++, 0, false);                 // C % 4 == 2: ring pairs unpadded
+  check_case(same(1, 17, 34, 30, 5, 13), seed++, 2, false);                 // ... with 4-byte aligned tensors
+  check_case(same(2, 19, 40, 14, 9, 9), seed++, 2, false);                  // one channel block, its last pair
+  check_case(same(1, 17, 34, 46, 51, 5), seed++, 0, false);                 // a tall strip, transposed view
   check_case({1, 17, 34, 13, 5, 5, 2, 2, 2, 2, 2, 2}, seed++, 0, false);    // C odd, stride 2
   check_case(same(2, 9, 7, 40, 29, 29), seed++, 0, true);                   // output narrower than 8: T1
   check_case(same(1, 17, 20, 136, 11, 11), seed++, 0, true);                // T2, three channel blocks

@@ -301,6 +301,23 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     }
     const Plan forced = plan(op, DType::f16, same_pad(1, 17, 16, 124, 51, 5), "fwd=ring");
     EXPECT_TRUE(forced.kernel == Kernel::fwd_tc_ring && forced.padded_c == 0);
+    // FP16 at C % 4 == 2 (SLaK's 998): the ring kernel unpadded where it is the aligned choice on the channel-pairs
+    // policy (FW >= 9 in its view: 5x13, 9x9, tall strips on wide rows), with 4-byte aligned tensors; padded with
+    // 2-byte aligned ones, on the 8-tap policy (7x7, or forced) and where the register kernel is the choice (13x5 on
+    // 8-row maps).
+    for (const DwconvParams& q : {same_pad(64, 8, 8, 998, 5, 13), same_pad(64, 8, 8, 998, 9, 9),
+                                  same_pad(1, 17, 34, 30, 51, 5), same_pad(1, 17, 34, 14, 5, 51)}) {
+      for (int align : {16, 4}) {
+        const Plan ring = select(op, DType::f16, q, BfcAccum::fp32, align, parse_overrides("", "VAR"));
+        EXPECT_TRUE(ring.kernel == Kernel::fwd_tc_ring && ring.ring_mma == RingMma::pairs && ring.padded_c == 0)
+            << q.str() << " align " << align;
+      }
+      EXPECT_GT(select(op, DType::f16, q, BfcAccum::fp32, 2, parse_overrides("", "VAR")).padded_c, 0) << q.str();
+      EXPECT_GT(plan(op, DType::f16, q, "ring_mma=taps").padded_c, 0) << q.str();
+    }
+    EXPECT_GT(plan(op, DType::f16, same_pad(64, 8, 8, 998, 7, 7)).padded_c, 0);
+    EXPECT_GT(plan(op, DType::f16, same_pad(64, 8, 8, 998, 13, 5)).padded_c, 0);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(64, 8, 8, 998, 5, 13), "fwd=ring").padded_c, 0);
   }
   // FP16 backward-filter with hybrid accumulation where the tile kernel is the choice: unpadded at an even C (8- or
   // 4-byte copies), padded at an odd one; the strip kernel unpadded at C % 4 == 0. With FP32 accumulation the same

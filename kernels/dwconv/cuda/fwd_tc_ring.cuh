@@ -1,7 +1,8 @@
 // The FP16 tensor-core ring kernel (Flash-DWC-T with register reuse): stride 1, forward and backward-data (filter
-// read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, C % 4 == 0, 8-byte aligned
-// pointers, FP32 accumulation (it stages 4-channel groups with 8- or 4-byte copies; C % 8 == 4 only narrows the
-// output stores). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live
+// read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, FP32 accumulation. It stages
+// 4-channel groups with 8- or 4-byte copies: C % 4 == 0 with 8-byte aligned pointers (C % 8 == 4 only narrows the
+// output stores), and on the channel-pairs policy also C % 4 == 2 with 4-byte aligned pointers (filter rows then
+// staged and the output stored per channel pair). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live
 // in a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
 // steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
 // the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
@@ -67,12 +68,13 @@ struct RingArgs {
 };
 
 // The launch arguments of a ring kernel on (g, q), on the NHWC maps or their transposed view (the kernel then runs
-// transposed_geometry(g)), after the checks both kernels share; `what` names the kernel in the errors.
+// transposed_geometry(g)), after the checks both kernels share; `what` names the kernel in the errors, C must be a
+// multiple of c_multiple (4 for the taps policy, 2 for channel pairs).
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                          bool transposed, int q, const char* what) {
+                          bool transposed, int q, int c_multiple, const char* what) {
   const ConvGeometry v = transposed ? transposed_geometry(g) : g;
-  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % 4 == 0, what, ": needs stride 1 and C % 4 == 0, got C=", g.c,
-            " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % c_multiple == 0, what, ": needs stride 1 and C % ",
+            c_multiple, " == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(v.fw >= 1 && v.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, " (of the ",
             transposed ? "transposed view: FH" : "maps", "), got ", v.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
@@ -186,7 +188,8 @@ struct RingTileT {
   int x_col;     // element offset of job 0 within a source row: (first column) * C + channel
   int w_col;     // element offset of job 0 within a filter row (rotated for backward-data)
   unsigned ok;   // bit k: input job k's column and channels are inside the image; bit 16 + k: filter job k's tap
-                 // is in [0, FW) and its channels < C
+                 // is in [0, FW) and its channels < C; kUpperPair: the group's channels 2 and 3 are < C too
+  static constexpr unsigned kUpperPair = 1u << 31;
 
   __device__ RingTileT(const RingArgs& args, uint2* x, uint2* f, int n, int oh, int ow0, int c0, int t)
       : a(args), xs(x), fs(f), ih0(oh - args.pad_t), row0(n * args.src_img_rows + oh - args.pad_t), tid(t) {
@@ -204,6 +207,7 @@ struct RingTileT {
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k)
       ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << (16 + k);
+    if (ch + 2 < a.c) ok |= kUpperPair;
   }
 
   // Input row rho of the tile (source row ih0 + rho) into ring slot rho % kRing; zero outside the image.
@@ -220,15 +224,25 @@ struct RingTileT {
     }
   }
   // Filter row i (rotated for backward-data) into buffer i % 3: entry e holds tap e - kFront, zero outside [0, FW).
+  // At C % 4 == 2 a tap's 4 channels are only 4-byte aligned: two copies of a channel pair each, the upper pair
+  // zero past C.
   __device__ __forceinline__ void stage_filter(int i) const {
     const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.w_row + w_col;
     const int step = (a.flip ? -32 : 32) * a.w_tap;  // the next job's tap is 32 further (rotated: 32 earlier)
     uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTapStride + (tid >> 2);
+    const bool pairs = a.c % 4 != 0;
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k) {
       if (!FJobs::exists(k, tid)) break;
       const bool job_ok = ok >> (16 + k) & 1u;
-      cuda::cp_async_ca8(dst + 32 * k, job_ok ? row + k * step : a.w, job_ok);
+      const __half* src = job_ok ? row + k * step : a.w;
+      if (!pairs) {
+        cuda::cp_async_ca8(dst + 32 * k, src, job_ok);
+      } else {
+        const bool upper_ok = job_ok && (ok & kUpperPair);
+        cuda::cp_async_ca4(dst + 32 * k, src, job_ok);
+        cuda::cp_async_ca4(reinterpret_cast<unsigned*>(dst + 32 * k) + 1, upper_ok ? src + 2 : a.w, upper_ok);
+      }
     }
   }
 };
@@ -243,7 +257,8 @@ using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 // all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
 __device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
 // The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores (two 8-byte ones
-// where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold 4). Read-back:
+// where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold 4; four
+// 4-byte ones per channel pair where C % 4 == 2, those past C skipped). Read-back:
 // job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
 // keeps its column and steps down 64 / kCols rows per job.
 template <int kCols>
@@ -253,7 +268,7 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
   if (ow0 + col >= a.out_w || ch >= a.c) return;
   __half* out =
       a.dst + static_cast<long long>(n * a.dst_img_rows + oh0 + row0) * a.dst_row + (ow0 + col) * a.dst_col + ch;
-  const bool wide = a.c % 8 == 0, upper = ch + 4 < a.c;
+  const bool wide = a.c % 8 == 0, quads = a.c % 4 == 0, upper = ch + 4 < a.c;
   constexpr int kRowStep = 64 / kCols;
   const long long out_step = static_cast<long long>(kRowStep) * a.dst_row;
 #pragma unroll
@@ -266,10 +281,16 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
     if (sw & 1) v = make_uint4(v.z, v.w, v.x, v.y);
     if (wide) {
       __stcs(reinterpret_cast<uint4*>(out + r * out_step), v);
-    } else {
+    } else if (quads) {
       uint2* const o = reinterpret_cast<uint2*>(out + r * out_step);
       __stcs(o, make_uint2(v.x, v.y));
       if (upper) __stcs(o + 1, make_uint2(v.z, v.w));
+    } else {
+      unsigned* const o = reinterpret_cast<unsigned*>(out + r * out_step);
+      const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+        if (ch + 2 * p < a.c) __stcs(o + p, words[p]);
     }
   }
 }

@@ -141,12 +141,16 @@ __device__ __forceinline__ void store_tile_pairs(const float (&acc)[2 * kQ][2][4
                                                  int n, int oh0, int ow0, int c0, int tid) {
   constexpr int kCols = 8 * kQ;
   const int lane = tid & 31, grp = tid >> 5, g = lane >> 2, t = lane & 3;
+  // The warp's 4 channels of bias, per channel pair (4-byte aligned at C % 4 == 2, where the last group has one).
   float bias[4] = {0.f, 0.f, 0.f, 0.f};
-  if (a.bias != nullptr && c0 + 4 * grp < a.c) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(a.bias + c0 + 4 * grp));
-    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
-    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
-    bias[0] = lo.x, bias[1] = lo.y, bias[2] = hi.x, bias[3] = hi.y;
+  const int ch = c0 + 4 * grp;
+  if (a.bias != nullptr) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+      if (ch + 2 * p < a.c) {
+        const float2 v = __half22float2(__ldg(reinterpret_cast<const __half2*>(a.bias + ch + 2 * p)));
+        bias[2 * p] = v.x, bias[2 * p + 1] = v.y;
+      }
   }
 #pragma unroll
   for (int q = 0; q < 2 * kQ; ++q)
@@ -216,7 +220,7 @@ int tc_ring_pairs_nd(int fw) { return (fw + 2) / 4 + 1; }
 void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                               bool transposed, int q, cudaStream_t stream) {
   const char* what = "dwconv tc-ring-pairs f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, 2, what);
   const dim3 grid = ring_grid(a, g, what);
   const int nd = tc_ring_pairs_nd(a.fw);
   switch (q) {

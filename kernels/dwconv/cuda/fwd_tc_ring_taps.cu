@@ -140,7 +140,7 @@ void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half*
                                const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream) {
   if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, transposed, q, stream);
   const char* what = "dwconv tc-ring f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, 4, what);
   const dim3 grid = ring_grid(a, g, what);
   const int gamma = (a.fw + 7) / 8;
   switch (q) {

@@ -145,8 +145,9 @@ void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias
                           int theta, cudaStream_t stream);
 
 // ---- FP16 tensor-core ring kernel (fwd_tc_ring.cuh): input blocks held in a register ring and reused across filter
-// fragments; stride 1, C % 4 == 0, 8-byte aligned pointers, FW <= kTcRingMaxFw. Block tile 16 x 8q outputs x 16
-// channels, the 16-channel blocks of one tile position consecutive in the grid. MMA policy (m16n8k8):
+// fragments; stride 1, C % 4 == 0 and 8-byte aligned pointers (pairs: also C % 4 == 2 with 4-byte aligned ones),
+// FW <= kTcRingMaxFw. Block tile 16 x 8q outputs x 16 channels, the 16-channel blocks of one tile position
+// consecutive in the grid. MMA policy (m16n8k8):
 //   taps:  k = 8 filter taps of one channel, n = 8 output columns (fwd_tc_ring_taps.cu)
 //   pairs: k = 4 input positions x 2 channels, n = 4 output columns x the same 2 channels (fwd_tc_ring_pairs.cu):
 //          no byte permutes or band masks, taps rounded to multiples of 4 instead of 8.

@@ -90,6 +90,14 @@ Kernel aligned_kernel_f16(const ConvGeometry& g) {
          : g.fw <= kF16RingMaxFw                                     ? Kernel::fwd_tc_ring
                                                                      : Kernel::fwd_tc;
 }
+// The ring kernel's view of g (a tall strip the table sends to it: transposed; a forced ring kernel: the maps as they
+// are) and its MMA policy there.
+ConvGeometry ring_view(const ConvGeometry& g, const Overrides& o) {
+  return !o.fwd && f16_tall_strip_ring_wins(g) ? transposed_geometry(g) : g;
+}
+RingMma ring_mma(const ConvGeometry& view, const Overrides& o) {
+  return o.ring_mma ? *o.ring_mma : (view.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+}
 int tc_theta(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }    // the widest tile the row fills
 int cc_groups(int out_w) { return out_w >= 32 ? 4 : (out_w >= 16 ? 2 : 1); }   // groups of 8 outputs the row fills
 
@@ -140,6 +148,15 @@ bool half4(DType dtype, const DwconvParams& p, int align) {
   return dtype == DType::f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
 }
 
+// FP16 at C % 4 == 2 (SLaK's 998), stride 1, 4-byte aligned tensors: the ring kernel's channel-pairs policy stages
+// input rows per channel pair anyway, and at such C its filter rows and output per pair too. Where the ring kernel
+// is the aligned choice and runs that policy (its view's FW >= 9: 5x13 and 9x9 at 998) it runs such C unpadded.
+bool ring_pairs_unpadded(DType dtype, const DwconvParams& p, const ConvGeometry& g, int align, const Overrides& o) {
+  if (dtype != DType::f16 || !stride1(p) || p.c % 4 != 2 || align < 4) return false;
+  if ((o.fwd ? *o.fwd : aligned_kernel_f16(g)) != Kernel::fwd_tc_ring) return false;
+  return ring_mma(ring_view(g, o), o) == RingMma::pairs;
+}
+
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
@@ -158,10 +175,9 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
     return tile_unpadded && tile_wins ? 0 : cp;
   }
   if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
-  if (half4(dtype, p, align)) {
-    const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-    if ((o.fwd ? *o.fwd : aligned_kernel_f16(g)) == Kernel::fwd_tc_ring) return 0;
-  }
+  const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
+  if (half4(dtype, p, align) && (o.fwd ? *o.fwd : aligned_kernel_f16(g)) == Kernel::fwd_tc_ring) return 0;
+  if (ring_pairs_unpadded(dtype, p, g, align, o)) return 0;
   return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
 }
 
@@ -305,12 +321,12 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
 
 // The same for FP16 data. `half4` (above): the ring kernel where it is the aligned choice, else the CUDA-core
 // kernel on 4-half lanes (same FMAs per load as its 8-half lanes, no shared-memory staging, against the tiled direct
-// kernel's scalar lanes).
-Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, const DwconvParams& p,
+// kernel's scalar lanes). `ring_pairs`: ring_pairs_unpadded (above).
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, bool ring_pairs, const DwconvParams& p,
                           const Overrides& o) {
   if (!o.fwd) {
     if (eligible) return aligned_kernel_f16(g);
-    if (half4 && aligned_kernel_f16(g) == Kernel::fwd_tc_ring) return Kernel::fwd_tc_ring;
+    if ((half4 || ring_pairs) && aligned_kernel_f16(g) == Kernel::fwd_tc_ring) return Kernel::fwd_tc_ring;
     if (half4 && g.fw <= kCcMaxFw) return Kernel::fwd_cc_f16;
     return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
   }
@@ -318,7 +334,8 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, cons
   check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
                "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
   check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible ||
-                   (half4 && (k == Kernel::fwd_cc_f16 || k == Kernel::fwd_tc_ring)),
+                   (half4 && (k == Kernel::fwd_cc_f16 || k == Kernel::fwd_tc_ring)) ||
+                   (ring_pairs && k == Kernel::fwd_tc_ring),
                kernel_name(k), "stride 1, C % 8 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_tma_cc || tma_cc_f16_supports(g), "fwd_tma_cc", "sm_90 and FW <= 5", p);
   check_forced(k != Kernel::fwd_cc_f16 || g.fw <= kCcMaxFw, "fwd_cc_f16", "FW <= 5", p);
@@ -340,9 +357,9 @@ void configure(Plan& plan, bool f16, int align, const Overrides& o) {
       // A tall strip the table sends to the ring kernel runs on the transposed view; a forced ring kernel on the
       // maps as they are.
       plan.ring_transposed = !o.fwd && f16_tall_strip_ring_wins(g);
-      const ConvGeometry v = plan.ring_transposed ? transposed_geometry(g) : g;
+      const ConvGeometry v = ring_view(g, o);
       plan.ring_q = o.ring_q ? o.ring_q : ring_q(v.out_w);
-      plan.ring_mma = o.ring_mma ? *o.ring_mma : (v.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
+      plan.ring_mma = ring_mma(v, o);
       break;
     }
     case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
@@ -364,7 +381,8 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
     return plan;
   }
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, half4(dtype, p, align), p, o)
+  plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, half4(dtype, p, align),
+                                         ring_pairs_unpadded(dtype, p, plan.g, align, o), p, o)
                     : forward_kernel_f32(plan.g, eligible, p, o);
   configure(plan, f16, align, o);
   if (plan.kernel == Kernel::fwd_cc_f16)
