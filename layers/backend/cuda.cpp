@@ -37,6 +37,17 @@ void check_cuda_dtype(const char* op, DType t) {
 
 kernels::NormParams rows_c(const Tensor& x, double eps) { return {x.numel() / x.size(-1), x.size(-1), eps}; }
 
+// An FP16 matrix's row length rounded up to the GEMM's alignment, and a copy of the (rows, k) matrix t with zero
+// columns up to that length: what the FP16 GEMM runs on where k is not a multiple of kGemmF16RowAlign.
+int64_t gemm_row_length(int64_t k) {
+  return (k + kernels::kGemmF16RowAlign - 1) / kernels::kGemmF16RowAlign * kernels::kGemmF16RowAlign;
+}
+Tensor zero_padded_columns(const Tensor& t, int64_t cols, cudaStream_t s) {
+  Tensor p = Tensor::empty({t.size(0), cols}, DType::f16, t.device());
+  kernels::launch_pad_channels(ptr<__half>(t), ptr<__half>(p), t.size(0), int(t.size(1)), int(cols), s);
+  return p;
+}
+
 class CudaBackend final : public DeviceBackend {
  public:
   // ---- elementwise, reductions, GEMM (cuBLAS), loss -----------------------------------------------------------------
@@ -130,12 +141,9 @@ class CudaBackend final : public DeviceBackend {
       return DeviceBackend::linear_forward(x, w, bias);
     CudaDeviceGuard guard(x.device().index);
     cudaStream_t s = cuda_context(x.device()).compute_stream();
-    const int64_t kp = (k + kernels::kGemmF16RowAlign - 1) / kernels::kGemmF16RowAlign * kernels::kGemmF16RowAlign;
-    Tensor x_p = Tensor::empty({m, kp}, DType::f16, x.device());
-    Tensor w_p = Tensor::empty({n, kp}, DType::f16, w.device());
-    kernels::launch_pad_channels(ptr<__half>(x), ptr<__half>(x_p), m, int(k), int(kp), s);
-    kernels::launch_pad_channels(ptr<__half>(w), ptr<__half>(w_p), n, int(k), int(kp), s);
-    return {backend::gemm(x_p, w_p, false, true, bias), x_p};
+    const int64_t kp = gemm_row_length(k);
+    Tensor x_p = zero_padded_columns(x, kp, s);
+    return {backend::gemm(x_p, zero_padded_columns(w, kp, s), false, true, bias), x_p};
   }
 
   // FP16 with dY's rows (N) not a multiple of 8: each GEMM would pad dY into its own scratch (dX = dY W pads its K,
@@ -147,9 +155,8 @@ class CudaBackend final : public DeviceBackend {
       return DeviceBackend::linear_backward(dy, x, w);
     CudaDeviceGuard guard(dy.device().index);
     cudaStream_t s = cuda_context(dy.device()).compute_stream();
-    const int64_t np = (n + kernels::kGemmF16RowAlign - 1) / kernels::kGemmF16RowAlign * kernels::kGemmF16RowAlign;
-    Tensor dy_p = Tensor::empty({m, np}, DType::f16, dy.device());
-    kernels::launch_pad_channels(ptr<__half>(dy), ptr<__half>(dy_p), m, int(n), int(np), s);
+    const int64_t np = gemm_row_length(n);
+    Tensor dy_p = zero_padded_columns(dy, np, s);
     Tensor w_p = Tensor::empty({np, k}, DType::f16, w.device());
     w_p.slice(0, 0, n).copy_(w);
     w_p.slice(0, n, np).fill_(0.0);
