@@ -2,11 +2,12 @@
 // read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, FP32 accumulation. It stages
 // 4-channel groups with 8- or 4-byte copies: C % 4 == 0 with 8-byte aligned pointers (C % 8 == 4 only narrows the
 // output stores), and on the channel-pairs policy also C % 4 == 2 with 4-byte aligned pointers (filter rows then
-// staged and the output stored per channel pair). One block = 16 output rows x 8Q columns x 16 channels (a warp per 4-channel group). Input rows live
-// in a ring of shared-memory rows: moving to the next filter row needs one new input row, fetched with cp.async two
-// steps ahead, one barrier per filter row; filter rows are staged three buffers deep. The kernel template below is
-// the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs)
-// supplies the ring layout, the per-row MMAs and the epilogue. Design: docs/dwconv-fp16.md.
+// staged and the output stored per channel pair). One block = 16 output rows x 8Q columns x 16 channels (a warp per
+// 4-channel group). Input rows live in a ring of shared-memory rows: moving to the next filter row needs one new input
+// row, fetched with cp.async two steps ahead, one barrier per filter row; filter rows are staged three buffers deep.
+// The kernel template below is the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments;
+// fwd_tc_ring_pairs.cu: channel pairs) supplies the ring layout, the per-row MMAs and the epilogue. Design:
+// docs/dwconv-fp16.md.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -73,8 +74,8 @@ struct RingArgs {
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
                           bool transposed, int q, int c_multiple, const char* what) {
   const ConvGeometry v = transposed ? transposed_geometry(g) : g;
-  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % c_multiple == 0, what, ": needs stride 1 and C % ",
-            c_multiple, " == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % c_multiple == 0, what, ": needs stride 1 and C % ", c_multiple,
+            " == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(v.fw >= 1 && v.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, " (of the ",
             transposed ? "transposed view: FH" : "maps", "), got ", v.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
