@@ -90,10 +90,11 @@ Kernel aligned_kernel_f16(const ConvGeometry& g) {
          : g.fw <= kF16RingMaxFw                                     ? Kernel::fwd_tc_ring
                                                                      : Kernel::fwd_tc;
 }
-// The ring kernel's view of g (a tall strip the table sends to it: transposed; a forced ring kernel: the maps as they
-// are) and its MMA policy there.
+// Whether the ring kernel runs on the maps' transposed view (a tall strip the table sends to it; a forced ring kernel
+// runs on the maps as they are), that view, and its MMA policy there.
+bool ring_transposed(const ConvGeometry& g, const Overrides& o) { return !o.fwd && f16_tall_strip_ring_wins(g); }
 ConvGeometry ring_view(const ConvGeometry& g, const Overrides& o) {
-  return !o.fwd && f16_tall_strip_ring_wins(g) ? transposed_geometry(g) : g;
+  return ring_transposed(g, o) ? transposed_geometry(g) : g;
 }
 RingMma ring_mma(const ConvGeometry& view, const Overrides& o) {
   return o.ring_mma ? *o.ring_mma : (view.fw >= kRingPairsMinFw ? RingMma::pairs : RingMma::taps);
@@ -148,13 +149,17 @@ bool half4(DType dtype, const DwconvParams& p, int align) {
   return dtype == DType::f16 && stride1(p) && cc_f16_lane_halves(p.c) == 4 && align >= 8;
 }
 
+// Whether the FP16 forward-style kernel on g is the ring kernel: the forced one, else the aligned table's.
+bool ring_is_choice(const ConvGeometry& g, const Overrides& o) {
+  return (o.fwd ? *o.fwd : aligned_kernel_f16(g)) == Kernel::fwd_tc_ring;
+}
+
 // FP16 at C % 4 == 2 (SLaK's 998), stride 1, 4-byte aligned tensors: the ring kernel's channel-pairs policy stages
 // input rows per channel pair anyway, and at such C its filter rows and output per pair too. Where the ring kernel
 // is the aligned choice and runs that policy (its view's FW >= 9: 5x13 and 9x9 at 998) it runs such C unpadded.
 bool ring_pairs_unpadded(DType dtype, const DwconvParams& p, const ConvGeometry& g, int align, const Overrides& o) {
   if (dtype != DType::f16 || !stride1(p) || p.c % 4 != 2 || align < 4) return false;
-  if ((o.fwd ? *o.fwd : aligned_kernel_f16(g)) != Kernel::fwd_tc_ring) return false;
-  return ring_mma(ring_view(g, o), o) == RingMma::pairs;
+  return ring_is_choice(g, o) && ring_mma(ring_view(g, o), o) == RingMma::pairs;
 }
 
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
@@ -176,7 +181,7 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   }
   if (!stride1(p) || (o.fwd && (*o.fwd == Kernel::direct || *o.fwd == Kernel::direct_tile))) return 0;
   const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
-  if (half4(dtype, p, align) && (o.fwd ? *o.fwd : aligned_kernel_f16(g)) == Kernel::fwd_tc_ring) return 0;
+  if (half4(dtype, p, align) && ring_is_choice(g, o)) return 0;
   if (ring_pairs_unpadded(dtype, p, g, align, o)) return 0;
   return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
 }
@@ -354,9 +359,7 @@ void configure(Plan& plan, bool f16, int align, const Overrides& o) {
       plan.cc_groups = o.cc_groups ? o.cc_groups : std::min(cc_groups(g.out_w), cc_f16_max_groups(g.c));
       break;
     case Kernel::fwd_tc_ring: {
-      // A tall strip the table sends to the ring kernel runs on the transposed view; a forced ring kernel on the
-      // maps as they are.
-      plan.ring_transposed = !o.fwd && f16_tall_strip_ring_wins(g);
+      plan.ring_transposed = ring_transposed(g, o);
       const ConvGeometry v = ring_view(g, o);
       plan.ring_q = o.ring_q ? o.ring_q : ring_q(v.out_w);
       plan.ring_mma = ring_mma(v, o);
