@@ -176,12 +176,10 @@ void forward(const T* x, const T* w, const T* bias, T* y, const DwconvParams& p,
     run_forward_style(x, w, bias, y, plan, stream);
 }
 
+// Backward-data on its plan (the entry's, or dwconv_backward_cuda's).
 template <class T>
-void backward_data(const T* dy, const T* w, T* dx, const DwconvParams& p, cudaStream_t stream,
-                   const DwconvScratch& scratch) {
-  const char* name = entry_name<T>("dwconv_backward_data_cuda", "dwconv_backward_data_cuda(f16)");
-  const Plan plan =
-      plan_for(DwconvOp::backward_data, kDType<T>, name, p, BfcAccum::fp32, dy, "dy", w, "w", nullptr, dx, "dx");
+void run_backward_data_plan(const T* dy, const T* w, T* dx, const DwconvParams& p, const Plan& plan,
+                            cudaStream_t stream, const DwconvScratch& scratch, const char* name) {
   if (p.stride_h != 1 || p.stride_w != 1)
     run_strided_backward_data(dy, w, dx, p, plan, stream);
   else if (plan.padded_c > 0)
@@ -192,20 +190,36 @@ void backward_data(const T* dy, const T* w, T* dx, const DwconvParams& p, cudaSt
 }
 
 template <class T>
-void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum, cudaStream_t stream,
-                     const DwconvScratch& scratch) {
-  const char* name = entry_name<T>("dwconv_backward_filter_cuda", "dwconv_backward_filter_cuda(f16)");
+void backward_data(const T* dy, const T* w, T* dx, const DwconvParams& p, cudaStream_t stream,
+                   const DwconvScratch& scratch) {
+  const char* name = entry_name<T>("dwconv_backward_data_cuda", "dwconv_backward_data_cuda(f16)");
   const Plan plan =
-      plan_for(DwconvOp::backward_filter, kDType<T>, name, p, accum, x, "x", dy, "dy", nullptr, dw, "dw");
+      plan_for(DwconvOp::backward_data, kDType<T>, name, p, BfcAccum::fp32, dy, "dy", w, "w", nullptr, dx, "dx");
+  run_backward_data_plan(dy, w, dx, p, plan, stream, scratch, name);
+}
+
+// Backward-filter on its plan (the entry's, or dwconv_backward_cuda's).
+template <class T>
+void run_backward_filter_plan(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum,
+                              const Plan& plan, cudaStream_t stream, const DwconvScratch& scratch, const char* name) {
   if (plan.padded_c > 0)
     run_backward_filter_padded(x, dy, dw, p, accum, plan, stream, scratch, name);
   else
     run_backward_filter(x, dy, dw, p, accum, plan, stream);
 }
 
+template <class T>
+void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, BfcAccum accum, cudaStream_t stream,
+                     const DwconvScratch& scratch) {
+  const char* name = entry_name<T>("dwconv_backward_filter_cuda", "dwconv_backward_filter_cuda(f16)");
+  const Plan plan =
+      plan_for(DwconvOp::backward_filter, kDType<T>, name, p, accum, x, "x", dy, "dy", nullptr, dw, "dw");
+  run_backward_filter_plan(x, dy, dw, p, accum, plan, stream, scratch, name);
+}
+
 // Both backward ops of one convolution. Where both plans pad to the same width (stride 1), dY is padded once: pad
 // dY and W, backward-data, crop dX; pad X into dX's padded space (the crop has read it: same stream), backward-filter,
-// crop dW. Otherwise the two entries run as they are.
+// crop dW. Otherwise each op runs on its plan as its entry would (planned once here).
 template <class T>
 void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const DwconvParams& p, BfcAccum accum,
               cudaStream_t stream, const DwconvScratch& scratch) {
@@ -215,8 +229,8 @@ void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const Dwcon
   const Plan bfc = plan_for(DwconvOp::backward_filter, kDType<T>, name, p, accum, x, "x", dy, "dy", nullptr, dw, "dw");
   const bool stride_1 = p.stride_h == 1 && p.stride_w == 1;
   if (!stride_1 || bdc.padded_c == 0 || bdc.padded_c != bfc.padded_c) {
-    backward_data(dy, w, dx, p, stream, scratch);
-    backward_filter(x, dy, dw, p, accum, stream, scratch);
+    run_backward_data_plan(dy, w, dx, p, bdc, stream, scratch, name);
+    run_backward_filter_plan(x, dy, dw, p, accum, bfc, stream, scratch, name);
     return;
   }
   DwconvParams q = p;
