@@ -96,7 +96,10 @@ inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias
             " view rows: beyond the kernel's 32-bit offsets");
   // The output's stores: as wide as C and the destination's alignment allow.
   const size_t dst_align = reinterpret_cast<size_t>(dst);
-  const int out_vec = g.c % 8 == 0 && dst_align % 16 == 0 ? 16 : g.c % 4 == 0 && dst_align % 8 == 0 ? 8 : 4;
+  const int out_vec = g.c % 8 == 0 && dst_align % 16 == 0  ? 16
+                      : g.c % 4 == 0 && dst_align % 8 == 0 ? 8
+                      : g.c % 2 == 0 && dst_align % 4 == 0 ? 4
+                                                           : 2;
   // NHWC strides; the transposed view swaps each row stride with its column stride.
   int src_row = g.in_w * src_c, src_col = src_c, dst_row = g.out_w * g.c, dst_col = g.c, w_row = g.fw * src_c,
       w_tap = src_c;
@@ -287,15 +290,43 @@ using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 // a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
 // all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
 __device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
+// The staged output tile to a destination whose channel pairs are not all 4-byte aligned (odd C, or a 2-byte aligned
+// pointer): lane = channel, so that each store instruction writes two positions' 16 channels as two 32-byte runs
+// (2-byte stores spread over positions leave every sector partly written by many instructions, which took longer than
+// the convolution). Thread tid stores channel tid & 15 of columns (tid >> 4) + 8 j of every row.
+template <int kCols>
+__device__ __forceinline__ void write_tile_out_halves(const uint2* ys, const RingArgs& a, int n, int oh0, int ow0,
+                                                      int c0, int tid) {
+  const int ch = tid & 15, col0 = tid >> 4;
+  if (c0 + ch >= a.c) return;
+  const auto* yh = reinterpret_cast<const unsigned short*>(ys);
+  auto* out = reinterpret_cast<unsigned short*>(a.dst) + static_cast<long long>(n * a.dst_img_rows + oh0) * a.dst_row +
+              (ow0 + col0) * a.dst_col + c0 + ch;
+  // Unit of channel ch at (row, col): (row * kCols + (col & ~3)) * 4 + ((4 (col & 3) + ch / 4) ^ tile_swizzle);
+  // col & 3 and bit 2 of col are the thread's for every j (col0 < 8).
+  const int lane_unit = 4 * (col0 & 3) + (ch >> 2);
+  for (int row = 0; row < kRows && oh0 + row < a.out_h; ++row, out += a.dst_row) {
+    const int sw = tile_swizzle(row, col0);
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) {
+      const int col = col0 + 8 * j;
+      if (ow0 + col >= a.out_w) break;
+      const int unit = (row * kCols + (col & ~3)) * 4 + (lane_unit ^ sw);
+      __stcs(out + 8 * j * a.dst_col, yh[unit * 4 + (ch & 3)]);
+    }
+  }
+}
+
 // The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores (RingArgs::out_vec:
 // two 8-byte ones where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold
-// 4; else four 4-byte ones per channel pair, those past C skipped, and at odd C 2-byte halves where a pair is not
-// 4-byte aligned or holds one channel). Read-back:
+// 4; four 4-byte ones per channel pair at other even C with 4-byte aligned pointers, those past C skipped;
+// write_tile_out_halves otherwise). Read-back:
 // job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
 // keeps its column and steps down 64 / kCols rows per job.
 template <int kCols>
 __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& a, int n, int oh0, int ow0, int c0,
                                                int tid) {
+  if (a.out_vec == 2) return write_tile_out_halves<kCols>(ys, a, n, oh0, ow0, c0, tid);
   const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
   if (ow0 + col >= a.out_w || ch >= a.c) return;
   __half* out =
@@ -318,20 +349,11 @@ __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& 
       __stcs(o, make_uint2(v.x, v.y));
       if (upper) __stcs(o + 1, make_uint2(v.z, v.w));
     } else {
-      __half* const o = out + r * out_step;
+      unsigned* const o = reinterpret_cast<unsigned*>(out + r * out_step);
       const unsigned words[4] = {v.x, v.y, v.z, v.w};
-      const bool aligned = (reinterpret_cast<size_t>(o) & 3) == 0;
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        const int cp = ch + 2 * p;
-        auto* const h = reinterpret_cast<unsigned short*>(o + 2 * p);
-        if (cp + 1 < a.c && aligned) {
-          __stcs(reinterpret_cast<unsigned*>(h), words[p]);
-        } else {
-          if (cp < a.c) __stcs(h, static_cast<unsigned short>(words[p]));
-          if (cp + 1 < a.c) __stcs(h + 1, static_cast<unsigned short>(words[p] >> 16));
-        }
-      }
+      for (int p = 0; p < 4; ++p)
+        if (ch + 2 * p < a.c) __stcs(o + p, words[p]);
     }
   }
 }
