@@ -267,12 +267,9 @@ void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const Dwcon
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
   kernels::launch_pad_channels(dy, dy_p, y_rows(p), p.c, q.c, stream);
   kernels::launch_pad_channels(w, w_p, taps, p.c, q.c, stream);
-  if (writes_unpadded_output(bdc)) {
-    run_forward_style_on_padded(dy_p, w_p, static_cast<const T*>(nullptr), dx, p.c, bdc, stream);
-  } else {
-    run_forward_style(dy_p, w_p, static_cast<const T*>(nullptr), x_p, bdc, stream);
-    kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
-  }
+  const bool crop_dx = !writes_unpadded_output(bdc);
+  run_forward_style_on_padded(dy_p, w_p, static_cast<const T*>(nullptr), crop_dx ? x_p : dx, p.c, bdc, stream);
+  if (crop_dx) kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
   kernels::launch_pad_channels(x, x_p, x_rows(p), p.c, q.c, stream);
   run_backward_filter(x_p, dy_p, dw_p, q, accum, bfc, stream);
   kernels::launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);

@@ -66,7 +66,7 @@ struct RingArgs {
   __half* __restrict__ dst;
   int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;  // of the view; c: the output's channels
   int src_c;    // channels of src's and w's rows: c, or a channel-padded copy's count (channels past c ignored)
-  int out_vec;  // output store width in bytes: 16, 8, or 4 (channel pairs, 2-byte halves where not 4-byte aligned)
+  int out_vec;  // output store width in bytes: 16, 8, 4 (channel pairs) or 2 (write_tile_out_halves)
   int src_row, src_col, src_img_rows, dst_row, dst_col, dst_img_rows, w_row, w_tap;
   int tiles_h, tiles_w, channel_blocks;  // blocks: channel block fastest, then column tile, row tile, image
 };
