@@ -165,7 +165,11 @@ TEST(DwconvFp16Gpu, AwkwardShapesMatchReferenceAndCudnn) {
   check_case({2, 17, 34, 12, 5, 5, 2, 1, 2, 2, 1, 3}, seed++, 0, false);    // bfc tile at stride 2x1, 8-byte copies
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 0, false);                // SLaK's strips at 124: ring unpadded
   check_case(same(1, 17, 34, 124, 51, 5), seed++, 4, false);                // ... with 8-byte aligned tensors
-  check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);                // at 249: padded
+  check_case(same(1, 13, 20, 249, 5, 51), seed++, 0, false);                // at 249: padded input, direct output
+  check_case(same(1, 17, 35, 15, 51, 5), seed++, 0, false);                 // odd C and W, transposed view
+  check_case(same(2, 19, 33, 7, 9, 9), seed++, 1, false);                   // ... 2-byte aligned output
+  check_case(same(1, 17, 34, 12, 7, 7), seed++, 1, false);                  // 8-tap policy, 2-byte aligned output
+  check_case(same(1, 17, 34, 124, 51, 5), seed++, 2, false);                // C % 8 == 4, 4-byte aligned: padded
   check_case(same(1, 17, 34, 30, 5, 13), seed++, 0, false);                 // C % 4 == 2: ring pairs unpadded
   check_case(same(1, 17, 34, 30, 5, 13), seed++, 2, false);                 // ... with 4-byte aligned tensors
   check_case(same(2, 19, 40, 14, 9, 9), seed++, 2, false);                  // one channel block, its last pair

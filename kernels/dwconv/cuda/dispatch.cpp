@@ -102,6 +102,25 @@ size_t bytes_of(int64_t elems) {
   return size_t(elems) * sizeof(T);
 }
 
+// Whether a padded plan's kernel writes the unpadded output itself from the padded inputs (the ring kernel: its
+// stores take any C), which saves the output's padded copy and its crop.
+bool writes_unpadded_output(const Plan& plan) { return plan.kernel == Kernel::fwd_tc_ring; }
+
+// A padded forward-style plan's kernel on padded inputs (plan.padded_c channels), output dst: padded too, or with C
+// channels where writes_unpadded_output.
+void run_forward_style_on_padded(const float* src_p, const float* w_p, const float* bias_p, float* dst, int,
+                                 const Plan& plan, cudaStream_t stream) {
+  run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
+}
+void run_forward_style_on_padded(const __half* src_p, const __half* w_p, const __half* bias_p, __half* dst, int c,
+                                 const Plan& plan, cudaStream_t stream) {
+  if (!writes_unpadded_output(plan)) return run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
+  ConvGeometry g = plan.g;
+  g.c = c;
+  launch_dwconv_tc_ring_f16(src_p, w_p, bias_p, dst, g, plan.ring_q, plan.ring_mma, plan.ring_transposed, stream,
+                            plan.padded_c);
+}
+
 // A forward-style plan (forward: src X -> dst Y; stride-1 backward-data: dY -> dX) on padded channels.
 template <class T>
 void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const T* bias, T* dst, int64_t dst_rows,
@@ -109,19 +128,20 @@ void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const 
                               const DwconvScratch& scratch, const char* name) {
   const int c = p.c, cp = plan.padded_c;
   const int64_t taps = int64_t(p.fh) * p.fw;
+  const bool crop = !writes_unpadded_output(plan);
   ScratchLayout l;
-  const size_t o_src = l.add(bytes_of<T>(src_rows * cp)), o_dst = l.add(bytes_of<T>(dst_rows * cp)),
+  const size_t o_src = l.add(bytes_of<T>(src_rows * cp)), o_dst = l.add(crop ? bytes_of<T>(dst_rows * cp) : 0),
                o_w = l.add(bytes_of<T>(taps * cp)), o_bias = l.add(bias ? bytes_of<T>(cp) : 0);
   char* base = scratch_base(scratch, l.total, name);
   T* src_p = reinterpret_cast<T*>(base + o_src);
-  T* dst_p = reinterpret_cast<T*>(base + o_dst);
+  T* dst_p = crop ? reinterpret_cast<T*>(base + o_dst) : dst;
   T* w_p = reinterpret_cast<T*>(base + o_w);
   T* bias_p = bias ? reinterpret_cast<T*>(base + o_bias) : nullptr;
   kernels::launch_pad_channels(src, src_p, src_rows, c, cp, stream);
   kernels::launch_pad_channels(w, w_p, taps, c, cp, stream);
   if (bias) kernels::launch_pad_channels(bias, bias_p, 1, c, cp, stream);
-  run_forward_style(src_p, w_p, bias_p, dst_p, plan, stream);
-  kernels::launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
+  run_forward_style_on_padded(src_p, w_p, bias_p, dst_p, c, plan, stream);
+  if (crop) kernels::launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
 }
 
 template <class T>
@@ -218,8 +238,9 @@ void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, 
 }
 
 // Both backward ops of one convolution. Where both plans pad to the same width (stride 1), dY is padded once: pad
-// dY and W, backward-data, crop dX; pad X into dX's padded space (the crop has read it: same stream), backward-filter,
-// crop dW. Otherwise each op runs on its plan as its entry would (planned once here).
+// dY and W, backward-data, crop dX (or write it unpadded: writes_unpadded_output); pad X into dX's padded space (the
+// crop has read it: same stream), backward-filter, crop dW. Otherwise each op runs on its plan as its entry would
+// (planned once here).
 template <class T>
 void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const DwconvParams& p, BfcAccum accum,
               cudaStream_t stream, const DwconvScratch& scratch) {
@@ -246,8 +267,9 @@ void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const Dwcon
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
   kernels::launch_pad_channels(dy, dy_p, y_rows(p), p.c, q.c, stream);
   kernels::launch_pad_channels(w, w_p, taps, p.c, q.c, stream);
-  run_forward_style(dy_p, w_p, static_cast<const T*>(nullptr), x_p, bdc, stream);
-  kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
+  const bool crop_dx = !writes_unpadded_output(bdc);
+  run_forward_style_on_padded(dy_p, w_p, static_cast<const T*>(nullptr), crop_dx ? x_p : dx, p.c, bdc, stream);
+  if (crop_dx) kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
   kernels::launch_pad_channels(x, x_p, x_rows(p), p.c, q.c, stream);
   run_backward_filter(x_p, dy_p, dw_p, q, accum, bfc, stream);
   kernels::launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);

@@ -2,12 +2,13 @@
 // read rotated by 180 degrees), NHWC maps or their transposed view, (FH, FW, C) filter, FP32 accumulation. It stages
 // 4-channel groups with 8- or 4-byte copies: C % 4 == 0 with 8-byte aligned pointers (C % 8 == 4 only narrows the
 // output stores), and on the channel-pairs policy also C % 4 == 2 with 4-byte aligned pointers (filter rows then
-// staged and the output stored per channel pair). One block = 16 output rows x 8Q columns x 16 channels (a warp per
-// 4-channel group). Input rows live in a ring of shared-memory rows: moving to the next filter row needs one new input
-// row, fetched with cp.async two steps ahead, one barrier per filter row; filter rows are staged three buffers deep.
-// The kernel template below is the skeleton; an MMA policy (fwd_tc_ring_taps.cu: 8-tap filter fragments;
-// fwd_tc_ring_pairs.cu: channel pairs) supplies the ring layout, the per-row MMAs and the epilogue. Design:
-// docs/dwconv-fp16.md.
+// staged and the output stored per channel pair). The input and filter rows may also be channel-padded copies beside
+// an unpadded output of any C (RingArgs::src_c), which the kernel writes itself. One block = 16 output rows x 8Q
+// columns x 16 channels (a warp per 4-channel group). Input rows live in a ring of shared-memory rows: moving to the
+// next filter row needs one new input row, fetched with cp.async two steps ahead, one barrier per filter row; filter
+// rows are staged three buffers deep. The kernel template below is the skeleton; an MMA policy (fwd_tc_ring_taps.cu:
+// 8-tap filter fragments; fwd_tc_ring_pairs.cu: channel pairs) supplies the ring layout, the per-row MMAs and the
+// epilogue. Design: docs/dwconv-fp16.md.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -61,21 +62,26 @@ struct RingShape {
 struct RingArgs {
   const __half* __restrict__ src;
   const __half* __restrict__ w;
-  const __half* __restrict__ bias;  // (C) or null
+  const __half* __restrict__ bias;  // (src_c) or null
   __half* __restrict__ dst;
-  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;  // of the view
+  int in_h, in_w, c, out_h, out_w, fh, fw, pad_t, pad_l, flip;  // of the view; c: the output's channels
+  int src_c;    // channels of src's and w's rows: c, or a channel-padded copy's count (channels past c ignored)
+  int out_vec;  // output store width in bytes: 16, 8, 4 (channel pairs) or 2 (write_tile_out_halves)
   int src_row, src_col, src_img_rows, dst_row, dst_col, dst_img_rows, w_row, w_tap;
   int tiles_h, tiles_w, channel_blocks;  // blocks: channel block fastest, then column tile, row tile, image
 };
 
 // The launch arguments of a ring kernel on (g, q), on the NHWC maps or their transposed view (the kernel then runs
-// transposed_geometry(g)), after the checks both kernels share; `what` names the kernel in the errors, C must be a
-// multiple of c_multiple (4 for the taps policy, 2 for channel pairs).
+// transposed_geometry(g)), after the checks both kernels share; `what` names the kernel in the errors. src_c: the
+// channels of src's, w's and bias's rows (0: g.c), a multiple of c_multiple (4 for the taps policy, 2 for channel
+// pairs).
 inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                          bool transposed, int q, int c_multiple, const char* what) {
+                          bool transposed, int q, int src_c, int c_multiple, const char* what) {
   const ConvGeometry v = transposed ? transposed_geometry(g) : g;
-  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && g.c % c_multiple == 0, what, ": needs stride 1 and C % ", c_multiple,
-            " == 0, got C=", g.c, " stride ", g.stride_h, "x", g.stride_w);
+  if (src_c == 0) src_c = g.c;
+  CNN_CHECK(g.stride_h == 1 && g.stride_w == 1 && src_c % c_multiple == 0 && src_c >= g.c, what,
+            ": needs stride 1 and input rows of C % ", c_multiple, " == 0 channels, >= C; got ", src_c, " for C=", g.c,
+            ", stride ", g.stride_h, "x", g.stride_w);
   CNN_CHECK(v.fw >= 1 && v.fw <= kTcRingMaxFw, what, ": FW must be 1..", kTcRingMaxFw, " (of the ",
             transposed ? "transposed view: FH" : "maps", "), got ", v.fw);
   CNN_CHECK(q == 1 || q == 2 || q == 4, what, ": Q must be 1, 2 or 4, got ", q);
@@ -83,24 +89,51 @@ inline RingArgs ring_args(const __half* src, const __half* w, const __half* bias
   const long long src_img_rows = transposed ? static_cast<long long>(g.in_h) * g.in_w : g.in_h;
   const long long dst_img_rows = transposed ? static_cast<long long>(g.out_h) * g.out_w : g.out_h;
   // 32-bit offsets: within a view row (columns x their stride) and of rows counted over all images.
-  const long long row_span = std::max(static_cast<long long>(g.in_w) * g.c, static_cast<long long>(g.out_w) * g.c);
+  const long long row_span = std::max(static_cast<long long>(g.in_w) * src_c, static_cast<long long>(g.out_w) * g.c);
   const long long col_span = transposed ? std::max(g.in_h * row_span, g.out_h * row_span) : row_span;
   const long long rows = g.n * std::max(src_img_rows, dst_img_rows);
   CNN_CHECK(col_span < (1LL << 31) && rows < (1LL << 31), what, ": ", col_span, " elements per view row, ", rows,
             " view rows: beyond the kernel's 32-bit offsets");
+  // The output's stores: as wide as C and the destination's alignment allow.
+  const size_t dst_align = reinterpret_cast<size_t>(dst);
+  const int out_vec = g.c % 8 == 0 && dst_align % 16 == 0  ? 16
+                      : g.c % 4 == 0 && dst_align % 8 == 0 ? 8
+                      : g.c % 2 == 0 && dst_align % 4 == 0 ? 4
+                                                           : 2;
   // NHWC strides; the transposed view swaps each row stride with its column stride.
-  int src_row = g.in_w * g.c, src_col = g.c, dst_row = g.out_w * g.c, dst_col = g.c, w_row = g.fw * g.c, w_tap = g.c;
+  int src_row = g.in_w * src_c, src_col = src_c, dst_row = g.out_w * g.c, dst_col = g.c, w_row = g.fw * src_c,
+      w_tap = src_c;
   if (transposed) {
     std::swap(src_row, src_col);
     std::swap(dst_row, dst_col);
     std::swap(w_row, w_tap);
   }
-  return RingArgs{.src = src, .w = w, .bias = bias, .dst = dst, .in_h = v.in_h, .in_w = v.in_w, .c = v.c,
-                  .out_h = v.out_h, .out_w = v.out_w, .fh = v.fh, .fw = v.fw, .pad_t = v.pad_t, .pad_l = v.pad_l,
-                  .flip = v.flip ? 1 : 0, .src_row = src_row, .src_col = src_col,
-                  .src_img_rows = int(src_img_rows), .dst_row = dst_row, .dst_col = dst_col,
-                  .dst_img_rows = int(dst_img_rows), .w_row = w_row, .w_tap = w_tap,
-                  .tiles_h = (v.out_h + kRows - 1) / kRows, .tiles_w = (v.out_w + 8 * q - 1) / (8 * q),
+  return RingArgs{.src = src,
+                  .w = w,
+                  .bias = bias,
+                  .dst = dst,
+                  .in_h = v.in_h,
+                  .in_w = v.in_w,
+                  .c = v.c,
+                  .out_h = v.out_h,
+                  .out_w = v.out_w,
+                  .fh = v.fh,
+                  .fw = v.fw,
+                  .pad_t = v.pad_t,
+                  .pad_l = v.pad_l,
+                  .flip = v.flip ? 1 : 0,
+                  .src_c = src_c,
+                  .out_vec = out_vec,
+                  .src_row = src_row,
+                  .src_col = src_col,
+                  .src_img_rows = int(src_img_rows),
+                  .dst_row = dst_row,
+                  .dst_col = dst_col,
+                  .dst_img_rows = int(dst_img_rows),
+                  .w_row = w_row,
+                  .w_tap = w_tap,
+                  .tiles_h = (v.out_h + kRows - 1) / kRows,
+                  .tiles_w = (v.out_w + 8 * q - 1) / (8 * q),
                   .channel_blocks = (v.c + kBN - 1) / kBN};
 }
 
@@ -208,7 +241,7 @@ struct RingTileT {
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k)
       ok |= (ch_ok && static_cast<unsigned>(j + 32 * k) < static_cast<unsigned>(a.fw) ? 1u : 0u) << (16 + k);
-    if (ch + 2 < a.c) ok |= kUpperPair;
+    if (ch + 2 < a.src_c) ok |= kUpperPair;
   }
 
   // Input row rho of the tile (source row ih0 + rho) into ring slot rho % kRing; zero outside the image.
@@ -231,7 +264,7 @@ struct RingTileT {
     const __half* row = a.w + static_cast<long long>(a.flip ? a.fh - 1 - i : i) * a.w_row + w_col;
     const int step = (a.flip ? -32 : 32) * a.w_tap;  // the next job's tap is 32 further (rotated: 32 earlier)
     uint2* dst = fs + ((i % 3) * kGroups + (tid & 3)) * S::kTapStride + (tid >> 2);
-    const bool pairs = a.c % 4 != 0;
+    const bool pairs = a.src_c % 4 != 0;
 #pragma unroll
     for (int k = 0; k < FJobs::kJobs; ++k) {
       if (!FJobs::exists(k, tid)) break;
@@ -257,19 +290,48 @@ using RingTile = RingTileT<RingShape<kQ, kGamma>>;
 // a function of the row and column (bit 2 of the column, the row mod 4), not of P's bits: it is then the same for
 // all of a lane's stores, whose addresses differ by constants (no per-store address math in the epilogue).
 __device__ __forceinline__ int tile_swizzle(int row, int col) { return ((col >> 2) & 1) | ((row & 3) << 1); }
-// The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores (two 8-byte ones
-// where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold 4; four
-// 4-byte ones per channel pair where C % 4 == 2, those past C skipped). Read-back:
+// The staged output tile to a destination whose channel pairs are not all 4-byte aligned (odd C, or a 2-byte aligned
+// pointer): lane = channel, so that each store instruction writes two positions' 16 channels as two 32-byte runs
+// (2-byte stores spread over positions leave every sector partly written by many instructions, which took longer than
+// the convolution). Thread tid stores channel tid & 15 of columns (tid >> 4) + 8 j of every row.
+template <int kCols>
+__device__ __forceinline__ void write_tile_out_halves(const uint2* ys, const RingArgs& a, int n, int oh0, int ow0,
+                                                      int c0, int tid) {
+  const int ch = tid & 15, col0 = tid >> 4;
+  if (c0 + ch >= a.c) return;
+  const auto* yh = reinterpret_cast<const unsigned short*>(ys);
+  auto* out = reinterpret_cast<unsigned short*>(a.dst) + static_cast<long long>(n * a.dst_img_rows + oh0) * a.dst_row +
+              (ow0 + col0) * a.dst_col + c0 + ch;
+  // Unit of channel ch at (row, col): (row * kCols + (col & ~3)) * 4 + ((4 (col & 3) + ch / 4) ^ tile_swizzle);
+  // col & 3 and bit 2 of col are the thread's for every j (col0 < 8).
+  const int lane_unit = 4 * (col0 & 3) + (ch >> 2);
+  for (int row = 0; row < kRows && oh0 + row < a.out_h; ++row, out += a.dst_row) {
+    const int sw = tile_swizzle(row, col0);
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) {
+      const int col = col0 + 8 * j;
+      if (ow0 + col >= a.out_w) break;
+      const int unit = (row * kCols + (col & ~3)) * 4 + (lane_unit ^ sw);
+      __stcs(out + 8 * j * a.dst_col, yh[unit * 4 + (ch & 3)]);
+    }
+  }
+}
+
+// The staged output tile (tile_swizzle units in ys) to the destination, 16-byte streaming stores (RingArgs::out_vec:
+// two 8-byte ones where C % 8 == 4: positions are then only 8-byte aligned, and the last block's final 8 channels hold
+// 4; four 4-byte ones per channel pair at other even C with 4-byte aligned pointers, those past C skipped;
+// write_tile_out_halves otherwise). Read-back:
 // job tid + kThreads r is half (tid & 1) of position (tid >> 1) + 64 r; 64 is a multiple of kCols, so a thread
 // keeps its column and steps down 64 / kCols rows per job.
 template <int kCols>
 __device__ __forceinline__ void write_tile_out(const uint2* ys, const RingArgs& a, int n, int oh0, int ow0, int c0,
                                                int tid) {
+  if (a.out_vec == 2) return write_tile_out_halves<kCols>(ys, a, n, oh0, ow0, c0, tid);
   const int half = tid & 1, col = (tid >> 1) % kCols, row0 = (tid >> 1) / kCols, ch = c0 + 8 * half;
   if (ow0 + col >= a.out_w || ch >= a.c) return;
   __half* out =
       a.dst + static_cast<long long>(n * a.dst_img_rows + oh0 + row0) * a.dst_row + (ow0 + col) * a.dst_col + ch;
-  const bool wide = a.c % 8 == 0, quads = a.c % 4 == 0, upper = ch + 4 < a.c;
+  const bool wide = a.out_vec == 16, quads = a.out_vec == 8, upper = ch + 4 < a.c;
   constexpr int kRowStep = 64 / kCols;
   const long long out_step = static_cast<long long>(kRowStep) * a.dst_row;
 #pragma unroll
@@ -366,7 +428,7 @@ void launch_ring_policy(const RingArgs& a, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 // The channel-pairs MMA policy's launcher (fwd_tc_ring_pairs.cu); launch_dwconv_tc_ring_f16 calls it.
-void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                              bool transposed, int q, cudaStream_t stream);
+void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, bool transposed, int q, int src_c, cudaStream_t stream);
 
 }  // namespace cnn::dwconv

@@ -141,13 +141,13 @@ __device__ __forceinline__ void store_tile_pairs(const float (&acc)[2 * kQ][2][4
                                                  int n, int oh0, int ow0, int c0, int tid) {
   constexpr int kCols = 8 * kQ;
   const int lane = tid & 31, grp = tid >> 5, g = lane >> 2, t = lane & 3;
-  // The warp's 4 channels of bias, per channel pair (4-byte aligned at C % 4 == 2, where the last group has one).
+  // The warp's 4 channels of bias, per channel pair (4-byte aligned at an even src_c; a pair past src_c is zero).
   float bias[4] = {0.f, 0.f, 0.f, 0.f};
   const int ch = c0 + 4 * grp;
   if (a.bias != nullptr) {
 #pragma unroll
     for (int p = 0; p < 2; ++p)
-      if (ch + 2 * p < a.c) {
+      if (ch + 2 * p < a.src_c) {
         const float2 v = __half22float2(__ldg(reinterpret_cast<const __half2*>(a.bias + ch + 2 * p)));
         bias[2 * p] = v.x, bias[2 * p + 1] = v.y;
       }
@@ -217,10 +217,10 @@ void launch_pairs_nd(const RingArgs& a, int nd, dim3 grid, cudaStream_t stream) 
 
 int tc_ring_pairs_nd(int fw) { return (fw + 2) / 4 + 1; }
 
-void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst, const ConvGeometry& g,
-                              bool transposed, int q, cudaStream_t stream) {
+void launch_tc_ring_pairs_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
+                              const ConvGeometry& g, bool transposed, int q, int src_c, cudaStream_t stream) {
   const char* what = "dwconv tc-ring-pairs f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, 2, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, src_c, 2, what);
   const dim3 grid = ring_grid(a, g, what);
   const int nd = tc_ring_pairs_nd(a.fw);
   switch (q) {

@@ -53,7 +53,7 @@ __device__ __forceinline__ void store_tap_tile(const float (&acc)[kQ][4][4], uin
   static_assert(kCols % 4 == 0 && 64 % kCols == 0, "tile rows of 8, 16 or 32 columns");
   const int lane = tid & 31, grp = tid >> 5, g = lane >> 2, t = lane & 3;
   float bias[4] = {0.f, 0.f, 0.f, 0.f};
-  if (a.bias != nullptr && c0 + 4 * grp < a.c) {
+  if (a.bias != nullptr && c0 + 4 * grp < a.src_c) {
     const uint2 v = __ldg(reinterpret_cast<const uint2*>(a.bias + c0 + 4 * grp));
     const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
     const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
@@ -137,10 +137,11 @@ void launch_ring_q(const RingArgs& a, int gamma, dim3 grid, cudaStream_t stream)
 }  // namespace
 
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream) {
-  if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, transposed, q, stream);
+                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream,
+                               int src_c) {
+  if (mma == RingMma::pairs) return launch_tc_ring_pairs_f16(src, w, bias, dst, g, transposed, q, src_c, stream);
   const char* what = "dwconv tc-ring f16";
-  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, 4, what);
+  const RingArgs a = ring_args(src, w, bias, dst, g, transposed, q, src_c, 4, what);
   const dim3 grid = ring_grid(a, g, what);
   const int gamma = (a.fw + 7) / 8;
   switch (q) {

@@ -154,9 +154,12 @@ void launch_dwconv_tc_f16(const __half* src, const __half* w, const __half* bias
 inline constexpr int kTcRingMaxFw = 64;
 enum class RingMma { taps, pairs };
 // `transposed`: run on the maps' transposed view (rows and columns swapped, the FH x FW filter seen as FW x FH; g
-// stays the maps' geometry), so that a tall strip takes the wide-filter path.
+// stays the maps' geometry), so that a tall strip takes the wide-filter path. `src_c`: the channels of src's, w's and
+// bias's rows where they are channel-padded copies (>= g.c, 16-byte aligned), 0 where they have g.c; dst has g.c
+// channels at any alignment.
 void launch_dwconv_tc_ring_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream);
+                               const ConvGeometry& g, int q, RingMma mma, bool transposed, cudaStream_t stream,
+                               int src_c = 0);
 int tc_ring_pairs_nd(int fw);  // block offsets per output group of 4 columns: (FW + 2) / 4 + 1
 
 // ---- FP32 and FP16 backward-filter on register tiles (bfc_tile.cu); plans in bfc_tile_plan.h. Zeroes dw, then
