@@ -66,7 +66,8 @@ void set_overrides(const Overrides& o);
 struct Plan {
   Kernel kernel = Kernel::direct;
   // > 0: the kernel runs on copies of the tensors padded with zero channels to this many (a multiple of the vector
-  // width), and the output's first C channels are copied back; every other field describes the padded problem.
+  // width), and the output's first C channels are copied back (the ring kernel writes them itself: dispatch.cpp's
+  // writes_unpadded_output); every other field describes the padded problem.
   int padded_c = 0;
   ConvGeometry g;      // forward-style kernels: source -> destination geometry (flipped for backward-data)
   bool vec = false;    // direct kernels: the vector path (C % 4 FP32 / C % 8 FP16 and 16-byte aligned tensors)
