@@ -88,9 +88,10 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
   // of the tile in row-major order, its lanes that pixel's kLanes * kCh channels. The pixel's row and column advance
   // incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the image's
-  // first pixel when outside) and is zeroed after, so there is no branch to serialize them on their latency.
+  // first pixel when outside) and is zeroed after, so there is no branch to serialize them on their latency. A batch
+  // is 64 bytes per lane: each batch waits one memory latency, so narrow lanes take more loads per batch.
   {
-    constexpr int kBatch = 8;
+    constexpr int kBatch = 64 / int(sizeof(V));
     const float zero[kCh] = {};
     const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + (live ? c : 0);
     const int total = rows_in * kColsIn;
