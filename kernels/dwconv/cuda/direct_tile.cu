@@ -3,7 +3,9 @@
 // where a padded plan's copies of the input and output cost more than the convolution itself. Each lane takes one
 // channel, or two adjacent ones (__half2 / float2 loads and stores) where C is even and the tensors aligned to two
 // elements, so a warp reads one pixel's 32 or 64 consecutive channels per instruction; the block's input tile is
-// staged once in shared memory, and each lane slides a window of kTM outputs along its output row in registers. FP32
+// staged once in shared memory, and each lane slides a window of kTM outputs along its output row in registers.
+// Where a map row's W * C elements are whole 16-byte chunks and the input is 16-byte aligned, the tile is staged in
+// 16-byte cp.async copies of each pixel's channel span (span staging, below), else by element loads. FP32
 // accumulation, one rounding per output: both lane widths give the same bits per channel. The tile is 8 output rows
 // (one per warp), or 16 (two per warp) for FP16 on maps taller than 8 rows, by 8, 16 or 32 columns, the narrowest
 // that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses).
@@ -14,6 +16,7 @@
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
+#include "kernels/common/cp_async.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
@@ -59,15 +62,38 @@ struct alignas(sizeof(float) * kCh) Taps {
   float v[kCh];
 };
 
-// Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][kLanes * ch] in the data type, then the filter
-// [FH][FW][kLanes * ch] in FP32 (rotated when g.flip).
-size_t tile_smem_bytes(const ConvGeometry& g, int tile_h, int tile_w, size_t elem_bytes, int ch) {
-  const size_t tile = size_t(tile_h + g.fh - 1) * (tile_w + g.fw - 1) * elem_bytes;
-  const size_t filter = size_t(g.fh) * g.fw * sizeof(float);
-  return (tile + filter) * kLanes * ch;
+// Span staging: a pixel's kLanes * kCh channels of the block are one contiguous span of the input, at any C. Its
+// 16-byte aligned cover (the span starts `shift` elements into its first chunk) is copied whole into the pixel's
+// slot of kLanes * kCh + kE elements, so every copy is an aligned 16-byte cp.async: no element loads, nothing held
+// in registers while the copies fly. Where a map row is whole chunks (W * C % kE == 0, input 16-byte aligned) a
+// pixel's shift depends on its column alone, ((iw * C) mod kE with the block's first channel a multiple of kE), so
+// each lane works its window's shifts out once.
+template <class T>
+constexpr int kChunkElems = 16 / int(sizeof(T));  // kE
+
+// Elements per staged pixel: the block's channels, plus a chunk of room for the shift under span staging.
+template <class T, int kCh, bool kSpan>
+constexpr int kPixelPitch = kLanes * kCh + (kSpan ? kChunkElems<T> : 0);
+
+// The span's shift in its first chunk at input column iw (any iw: outside the map the slot is zeros).
+template <class T>
+__device__ __forceinline__ int span_shift(int iw, int c) {
+  return (iw * c) & (kChunkElems<T> - 1);
 }
 
-template <class T, int kCh, int kRpw, int FW, int kTileW>
+bool span_staging(const void* src, const ConvGeometry& g, int elem_bytes) {
+  return reinterpret_cast<uintptr_t>(src) % 16 == 0 && int64_t(g.in_w) * g.c % (16 / elem_bytes) == 0;
+}
+
+// Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][pitch] in the data type, then the filter
+// [FH][FW][kLanes * ch] in FP32 (rotated when g.flip).
+size_t tile_smem_bytes(const ConvGeometry& g, int tile_h, int tile_w, size_t elem_bytes, int ch, int pitch) {
+  const size_t tile = size_t(tile_h + g.fh - 1) * (tile_w + g.fw - 1) * elem_bytes * pitch;
+  const size_t filter = size_t(g.fh) * g.fw * sizeof(float) * kLanes * ch;
+  return (tile + 15) / 16 * 16 + filter;
+}
+
+template <class T, int kCh, int kRpw, int FW, int kTileW, bool kSpan>
 __global__ void __launch_bounds__(kLanes * kWarps)
     direct_tile_kernel(const T* __restrict__ src, const T* __restrict__ w, const T* __restrict__ bias,
                        T* __restrict__ dst, ConvGeometry g, int tiles_h, int tiles_w) {
@@ -76,21 +102,39 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kTileH = kWarps * kRpw;
   constexpr int kColsIn = kTileW + FW - 1;  // >= kWarps, so one step below wraps at most one row
+  constexpr int kPitch = kPixelPitch<T, kCh, kSpan>;
   const int rows_in = kTileH + g.fh - 1;
-  V* in = reinterpret_cast<V*>(smem);
+  T* in = reinterpret_cast<T*>(smem);
   Taps<kCh>* taps =
-      reinterpret_cast<Taps<kCh>*>(smem + (size_t(rows_in) * kColsIn * kLanes * sizeof(V) + 15) / 16 * 16);
+      reinterpret_cast<Taps<kCh>*>(smem + (size_t(rows_in) * kColsIn * kPitch * sizeof(T) + 15) / 16 * 16);
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   const int c = (blockIdx.y * kLanes + lane) * kCh;  // the lane's first channel
   const bool live = c < g.c;                         // kCh = 2 only at an even C: both channels live
   const int n = blockIdx.x / (tiles_h * tiles_w);
   const int oh0 = blockIdx.x / tiles_w % tiles_h * kTileH, ow0 = blockIdx.x % tiles_w * kTileW;
-  // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
-  // of the tile in row-major order, its lanes that pixel's kLanes * kCh channels. The pixel's row and column advance
-  // incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the image's
-  // first pixel when outside) and is zeroed after, so there is no branch to serialize them on their latency. A batch
-  // is 64 bytes per lane: each batch waits one memory latency, so narrow lanes take more loads per batch.
-  {
+  const int x0 = ow0 - g.pad_l;  // the tile's first input column
+  if constexpr (kSpan) {
+    // Chunk k of every pixel's slot, consecutive threads on consecutive chunks; zeros outside the map and past the
+    // tensor (the last pixels' spans of a partial channel block).
+    constexpr int kE = kChunkElems<T>, kChunks = kPitch / kE;
+    const int c0 = blockIdx.y * kLanes * kCh;
+    const int64_t img = int64_t(n) * g.in_h * g.in_w, elems = int64_t(g.n) * g.in_h * g.in_w * g.c;
+    for (int e = threadIdx.x; e < rows_in * kColsIn * kChunks; e += kLanes * kWarps) {
+      const int slot = e / kChunks, k = e - slot * kChunks;
+      const int r = slot / kColsIn, col = slot - r * kColsIn;
+      const int ih = oh0 + r - g.pad_t, iw = x0 + col;
+      const int64_t chunk = (img + int64_t(ih) * g.in_w + iw) * g.c + c0 - span_shift<T>(iw, g.c) + k * kE;
+      const bool ok =
+          unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w) && chunk + kE <= elems;
+      cuda::cp_async_ca16(in + slot * kPitch + k * kE, ok ? src + chunk : src, ok);
+    }
+    cuda::cp_async_commit();
+  } else {
+    // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
+    // of the tile in row-major order, its lanes that pixel's kLanes * kCh channels. The pixel's row and column
+    // advance incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the
+    // image's first pixel when outside) and is zeroed after, so there is no branch to serialize them on their
+    // latency. A batch is 64 bytes per lane: each batch waits one memory latency, so narrow lanes take more loads.
     constexpr int kBatch = 64 / int(sizeof(V));
     const float zero[kCh] = {};
     const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + (live ? c : 0);
@@ -100,7 +144,7 @@ __global__ void __launch_bounds__(kLanes * kWarps)
       V v[kBatch];
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
-        const int ih = oh0 + r - g.pad_t, iw = ow0 + col - g.pad_l;
+        const int ih = oh0 + r - g.pad_t, iw = x0 + col;
         const bool inside = live && unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w);
         // Within one image: fits 32 bits (supports()).
         v[k] = *reinterpret_cast<const V*>(src_n + (inside ? (ih * g.in_w + iw) * g.c : 0));
@@ -110,7 +154,7 @@ __global__ void __launch_bounds__(kLanes * kWarps)
       }
 #pragma unroll
       for (int k = 0; k < kBatch; ++k)
-        if (e0 + k * kWarps < total) in[(e0 + k * kWarps) * kLanes + lane] = v[k];
+        if (e0 + k * kWarps < total) *reinterpret_cast<V*>(in + (e0 + k * kWarps) * kPitch + lane * kCh) = v[k];
     }
   }
   for (int e = warp; e < g.fh * FW; e += kWarps) {
@@ -120,12 +164,18 @@ __global__ void __launch_bounds__(kLanes * kWarps)
     if (live) L::widen_to(*reinterpret_cast<const V*>(w + (int64_t(wi) * FW + wj) * g.c + c), f.v);
     taps[e * kLanes + lane] = f;
   }
+  if constexpr (kSpan) cuda::cp_async_wait<0>();
   __syncthreads();
   const int oh = oh0 + warp * kRpw;    // this warp's first output row
   if (!live || oh >= g.out_h) return;  // no barrier follows
   float b[kCh] = {};
   if (bias != nullptr) L::widen_to(*reinterpret_cast<const V*>(bias + c), b);
   T* out_row = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + c;
+  // Element offsets of a window's inputs from its first pixel's slot: span staging adds each pixel's shift, the same
+  // for every window (they start at multiples of kTM columns, and kTM * C is whole chunks).
+  int win_off[kTM + FW - 1];
+#pragma unroll
+  for (int v = 0; v < kTM + FW - 1; ++v) win_off[v] = v * kPitch + (kSpan ? span_shift<T>(x0 + v, g.c) : 0);
   for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
     float acc[kRpw][kTM][kCh];
 #pragma unroll
@@ -136,10 +186,10 @@ __global__ void __launch_bounds__(kLanes * kWarps)
         for (int h = 0; h < kCh; ++h) acc[k][t][h] = b[h];
     // Input row u of the warp's window (tile row warp * kRpw + u) meets filter row u - k of output row k.
     for (int u = 0; u < g.fh + kRpw - 1; ++u) {
-      const V* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kLanes + lane;
+      const T* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kPitch + lane * kCh;
       float win[kTM + FW - 1][kCh];
 #pragma unroll
-      for (int v = 0; v < kTM + FW - 1; ++v) L::widen_to(in_row[v * kLanes], win[v]);
+      for (int v = 0; v < kTM + FW - 1; ++v) L::widen_to(*reinterpret_cast<const V*>(in_row + win_off[v]), win[v]);
 #pragma unroll
       for (int k = 0; k < kRpw; ++k) {
         const int i = u - k;
@@ -204,14 +254,19 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   CNN_CHECK(blocks < (int64_t(1) << 31) && channel_blocks <= 65535, "dwconv direct_tile: grid too large for ", blocks,
             " x ", channel_blocks, " blocks");
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks));
-  const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T), lane_channels) + 16;  // + the filter's alignment
+  const bool span = span_staging(src, g, sizeof(T));
   const auto run = [&](auto ch, auto rpw) {
+    constexpr int kCh = decltype(ch)::value;
     with_filter_width(g.fw, [&](auto fw) {
       with_value<kTM, 2 * kTM, kMaxTileW>(tile_w, "tile width", [&](auto tw) {
-        auto* kernel =
-            direct_tile_kernel<T, decltype(ch)::value, decltype(rpw)::value, decltype(fw)::value, decltype(tw)::value>;
-        CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        kernel<<<grid, kLanes * kWarps, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+        with_value<0, 1>(span, "span staging", [&](auto sp) {
+          constexpr bool kSpan = decltype(sp)::value == 1;
+          auto* kernel = direct_tile_kernel<T, kCh, decltype(rpw)::value, decltype(fw)::value, decltype(tw)::value,
+                                            kSpan>;
+          const size_t smem = tile_smem_bytes(g, tile_h, tile_w, sizeof(T), kCh, kPixelPitch<T, kCh, kSpan>);
+          CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+          kernel<<<grid, kLanes * kWarps, smem, stream>>>(src, w, bias, dst, g, tiles_h, tiles_w);
+        });
       });
     });
   };
