@@ -298,6 +298,53 @@ TEST(DwconvFp16Gpu, BackwardFilterSmallKernelEveryTileAndSplit) {
   set_overrides(saved);
 }
 
+// The span-staged kernel (bfc_span) launched directly and through the override: odd and even C with partial 32-channel
+// slices (249, 75, 998, 124, 8), maps of at most 8 rows and columns (8-row, 8-column tiles) and larger ones with
+// partial tiles in both directions, 'same' and asymmetric padding (rows and columns entirely in the padding), 3x3 to
+// 7x7, one image and several (chunks crossing images). FP32 accumulation against FP64 (expect_bfc_f16's fp32 bound and
+// MARE), dW poisoned before the run. Shapes whose rows are not whole 16-byte chunks, unaligned tensors, other filters
+// and ha are refused with an error.
+TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 7900;
+  for (const Case& k : {same(2, 8, 8, 998, 5, 5), same(1, 17, 16, 249, 5, 5), same(3, 16, 24, 75, 3, 3),
+                        same(2, 9, 8, 249, 7, 7), same(1, 40, 32, 124, 5, 5), same(5, 8, 8, 8, 3, 3),
+                        Case{2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3}, Case{1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2}}) {
+    const DwconvParams p = k.params();
+    ASSERT_TRUE(bfc_span_supports(p, 16)) << p.str();
+    const HalfData d = f16test::make_data(p, seed);
+    const f16test::References ref = f16test::references(p, d);
+    DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
+    DeviceArray<float> dw(p.w_elems());
+    x.upload(d.x.data()), dy.upload(d.dy.data());
+    dw.poison();
+    launch_dwconv_bfc_span_f16(x.get(), dy.get(), dw.get(), p, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
+    const std::vector<float> got_f = dw.download<float>();
+    expect_bfc_f16(std::vector<double>(got_f.begin(), got_f.end()), ref, p, BfcAccum::fp32,
+                   dwconv_bfc_span_path_name(p) + " " + p.str() + " seed=" + std::to_string(seed++));
+  }
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("bfc=span", "test"));
+  {
+    BfcF16Run b(same(2, 16, 16, 499, 5, 5), seed++);
+    const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+      ScratchBuffer scratch;
+      dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
+    });
+    const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
+    EXPECT_EQ(path.rfind("bfc f16 span (fp32 accumulation) F=5x5", 0), 0u) << path;
+    EXPECT_EQ(path.find("padded"), std::string::npos) << path;
+    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str());
+    EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::ha), cnn::Error);
+    for (const Case& bad : {same(1, 8, 7, 249, 5, 5), same(1, 8, 8, 249, 5, 3), same(1, 8, 8, 249, 9, 9)})
+      EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, bad.params(), DType::f16, BfcAccum::fp32), cnn::Error)
+          << bad.params().str();
+  }
+  set_overrides(saved);
+  EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5).params(), 8));  // 8-byte aligned tensors
+}
+
 // The dispatcher's backward-filter choice. Hybrid accumulation: the register-tile kernel at stride 1 above 9 taps and
 // at any stride above 1 (on padded channels where C % 8 != 0 and C is odd), the tiled kernel for the other stride-1
 // shapes it supports (C % 4 == 0, unpadded). FP32 accumulation: the small-filter kernel at stride 1 up to 5x5 where C

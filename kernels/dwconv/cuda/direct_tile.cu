@@ -5,7 +5,7 @@
 // elements, so a warp reads one pixel's 32 or 64 consecutive channels per instruction; the block's input tile is
 // staged once in shared memory, and each lane slides a window of kTM outputs along its output row in registers.
 // Where a map row's W * C elements are whole 16-byte chunks and the input is 16-byte aligned, the tile is staged in
-// 16-byte cp.async copies of each pixel's channel span (span staging, below), else by element loads. FP32
+// 16-byte cp.async copies of each pixel's channel span (span_staging.cuh), else by element loads. FP32
 // accumulation, one rounding per output: both lane widths give the same bits per channel. The tile is 8 output rows
 // (one per warp), or 16 (two per warp) for FP16 on maps taller than 8 rows, by 8, 16 or 32 columns, the narrowest
 // that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses).
@@ -18,6 +18,7 @@
 #include "core/cuda_dtype.cuh"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/span_staging.cuh"
 
 namespace cnn::dwconv {
 namespace {
@@ -62,28 +63,9 @@ struct alignas(sizeof(float) * kCh) Taps {
   float v[kCh];
 };
 
-// Span staging: a pixel's kLanes * kCh channels of the block are one contiguous span of the input, at any C. Its
-// 16-byte aligned cover (the span starts `shift` elements into its first chunk) is copied whole into the pixel's
-// slot of kLanes * kCh + kE elements, so every copy is an aligned 16-byte cp.async: no element loads, nothing held
-// in registers while the copies fly. Where a map row is whole chunks (W * C % kE == 0, input 16-byte aligned) a
-// pixel's shift depends on its column alone, ((iw * C) mod kE with the block's first channel a multiple of kE), so
-// each lane works its window's shifts out once.
-template <class T>
-constexpr int kChunkElems = 16 / int(sizeof(T));  // kE
-
 // Elements per staged pixel: the block's channels, plus a chunk of room for the shift under span staging.
 template <class T, int kCh, bool kSpan>
-constexpr int kPixelPitch = kLanes * kCh + (kSpan ? kChunkElems<T> : 0);
-
-// The span's shift in its first chunk at input column iw (any iw: outside the map the slot is zeros).
-template <class T>
-__device__ __forceinline__ int span_shift(int iw, int c) {
-  return (iw * c) & (kChunkElems<T> - 1);
-}
-
-bool span_staging(const void* src, const ConvGeometry& g, int elem_bytes) {
-  return reinterpret_cast<uintptr_t>(src) % 16 == 0 && int64_t(g.in_w) * g.c % (16 / elem_bytes) == 0;
-}
+constexpr int kPixelPitch = kSpan ? span::kPitch<T, kLanes * kCh> : kLanes * kCh;
 
 // Shared memory: the input tile [tile_h + FH - 1][tile_w + FW - 1][pitch] in the data type, then the filter
 // [FH][FW][kLanes * ch] in FP32 (rotated when g.flip).
@@ -114,20 +96,9 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   const int oh0 = blockIdx.x / tiles_w % tiles_h * kTileH, ow0 = blockIdx.x % tiles_w * kTileW;
   const int x0 = ow0 - g.pad_l;  // the tile's first input column
   if constexpr (kSpan) {
-    // Chunk k of every pixel's slot, consecutive threads on consecutive chunks; zeros outside the map and past the
-    // tensor (the last pixels' spans of a partial channel block).
-    constexpr int kE = kChunkElems<T>, kChunks = kPitch / kE;
-    const int c0 = blockIdx.y * kLanes * kCh;
-    const int64_t img = int64_t(n) * g.in_h * g.in_w, elems = int64_t(g.n) * g.in_h * g.in_w * g.c;
-    for (int e = threadIdx.x; e < rows_in * kColsIn * kChunks; e += kLanes * kWarps) {
-      const int slot = e / kChunks, k = e - slot * kChunks;
-      const int r = slot / kColsIn, col = slot - r * kColsIn;
-      const int ih = oh0 + r - g.pad_t, iw = x0 + col;
-      const int64_t chunk = (img + int64_t(ih) * g.in_w + iw) * g.c + c0 - span_shift<T>(iw, g.c) + k * kE;
-      const bool ok =
-          unsigned(ih) < unsigned(g.in_h) && unsigned(iw) < unsigned(g.in_w) && chunk + kE <= elems;
-      cuda::cp_async_ca16(in + slot * kPitch + k * kE, ok ? src + chunk : src, ok);
-    }
+    span::stage<T, kLanes * kCh, kColsIn>(in, src, int64_t(g.n) * g.in_h * g.in_w * g.c, n, g.in_h, g.in_w, g.c,
+                                          oh0 - g.pad_t, x0, rows_in, blockIdx.y * kLanes * kCh, threadIdx.x,
+                                          kLanes * kWarps);
     cuda::cp_async_commit();
   } else {
     // Stage the input tile (zero outside the map and past the last channel): warp `warp` takes every kWarps-th pixel
@@ -175,7 +146,7 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   // for every window (they start at multiples of kTM columns, and kTM * C is whole chunks).
   int win_off[kTM + FW - 1];
 #pragma unroll
-  for (int v = 0; v < kTM + FW - 1; ++v) win_off[v] = v * kPitch + (kSpan ? span_shift<T>(x0 + v, g.c) : 0);
+  for (int v = 0; v < kTM + FW - 1; ++v) win_off[v] = v * kPitch + (kSpan ? span::shift<T>(x0 + v, g.c) : 0);
   for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
     float acc[kRpw][kTM][kCh];
 #pragma unroll
@@ -254,7 +225,7 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   CNN_CHECK(blocks < (int64_t(1) << 31) && channel_blocks <= 65535, "dwconv direct_tile: grid too large for ", blocks,
             " x ", channel_blocks, " blocks");
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks));
-  const bool span = span_staging(src, g, sizeof(T));
+  const bool span = span::supports(src, g.in_w, g.c, sizeof(T));
   const auto run = [&](auto ch, auto rpw) {
     constexpr int kCh = decltype(ch)::value;
     with_filter_width(g.fw, [&](auto fw) {

@@ -165,7 +165,8 @@ bool ring_pairs_unpadded(DType dtype, const DwconvParams& p, const ConvGeometry&
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
-  if (op == DwconvOp::backward_filter && o.bfc == Kernel::bfc_small) return 0;  // any C, even with pad=on
+  if (op == DwconvOp::backward_filter && (o.bfc == Kernel::bfc_small || o.bfc == Kernel::bfc_span))
+    return 0;  // any C, even with pad=on
   const int cp = (p.c + vec - 1) / vec * vec;
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
@@ -222,7 +223,8 @@ Kernel parse_bfc_kernel(const std::string& v, const char* what) {
   if (v == "strip") return Kernel::bfc_strip_f16;
   if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
   if (v == "small") return Kernel::bfc_small;
-  bad_override(what, "bfc must be tile|strip|rowwarp|small, got '", v, "'");
+  if (v == "span") return Kernel::bfc_span;
+  bad_override(what, "bfc must be tile|strip|rowwarp|small|span, got '", v, "'");
 }
 
 // "TM[+ring][+whole]", each flag at most once.
@@ -398,6 +400,14 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
+  if (o.bfc == Kernel::bfc_span) {
+    check_forced(f16 && bfc_span_supports(p, align), "bfc_span",
+                 "FP16, stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors", p);
+    CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_span: needs fp32 accumulation, got ha for ",
+              p.str());
+    plan.kernel = Kernel::bfc_span;
+    return plan;
+  }
   const bool forced_small = o.bfc == Kernel::bfc_small;
   if (forced_small) {
     check_forced(bfc_small_supports(p, f16), "bfc_small", "stride 1 and a filter up to 7x7", p);
@@ -445,6 +455,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::bfc_strip_f16: return "bfc_strip_f16";
     case Kernel::bfc_rowwarp_f16: return "bfc_rowwarp_f16";
     case Kernel::bfc_small: return "bfc_small";
+    case Kernel::bfc_span: return "bfc_span";
   }
   return "unknown";
 }
@@ -526,6 +537,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_f16_path_name(p, accum, BfcF16Force{});
     case Kernel::bfc_small:
       return dwconv_bfc_small_path_name(p, f16, plan.small_lane_channels, BfcSmallForce{});
+    case Kernel::bfc_span:
+      return dwconv_bfc_span_path_name(p);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
                      " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x",

@@ -1,0 +1,225 @@
+// FP16 depthwise backward-filter for square filters up to 7x7 at stride 1 on span-staged tiles (Kernel::bfc_span):
+// dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c], X and dY (N,H,W,C) FP16, dW (FH,FW,C) FP32
+// with FP32 accumulation, at any C whose map rows are whole 16-byte chunks (SLaK's 124, 249, 499, 998 on maps of a
+// multiple of 8 columns).
+//
+// - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kTh * 8 rows x kTW columns;
+//   per tile it stages the X window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async
+//   copies of each pixel's channel span (span_staging.cuh), so odd C costs no element loads.
+// - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + F - 2: step
+//   k widens X column k of the kTh + F - 1 rows once, dY column k enters a ring of F columns, and tap (i, j) of dY
+//   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
+//   unrolled). Each (X column, row) costs one shared load and one conversion for kTh * F FMAs.
+// - The slots' shifts repeat every 8 columns, so a lane keeps 8 shared addresses per tensor (one per column mod 8)
+//   and every load is an address register plus an immediate.
+// - FP32 sums per (tap, lane) in registers over the block's tiles, then shared-memory adds across warps and one global
+//   atomicAdd per (tap, channel) per block into dW, zeroed by the launcher. Blocks: slices x chunks, about one wave.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/span_staging.cuh"
+
+namespace cnn::dwconv {
+namespace {
+
+constexpr int kLanes = 32, kWarps = 8, kThreads = kLanes * kWarps;
+constexpr int kPitch = span::kPitch<__half, kLanes>;  // halves per staged pixel
+
+struct SpanArgs {
+  const __half* x;
+  const __half* dy;
+  float* dw;
+  int64_t x_elems, dy_elems;
+  int n, ih, iw, c, oh, ow, pt, pl;
+  int tiles_h, tiles_w;  // output tiles per image
+  int slices, z;         // blocks: slice fastest, then chunk of tiles
+};
+
+template <int F, int kTh, int kTW>
+struct SpanTile {
+  static constexpr int kRows = kWarps * kTh;    // dY rows per tile
+  static constexpr int kXRows = kRows + F - 1;  // X window
+  static constexpr int kXCols = kTW + F - 1;
+  static constexpr int kXHalves = kXRows * kXCols * kPitch;
+};
+
+// 8 shared addresses, one per column mod 8, of a lane's channel in a slot row whose column 0 is input column x0.
+__device__ __forceinline__ void column_addresses(uint32_t (&a)[8], const __half* row, int x0, int c, int lane) {
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(row + lane));
+#pragma unroll
+  for (int m = 0; m < 8; ++m) a[m] = base + 2 * (m * kPitch + span::shift<__half>(x0 + m, c));
+}
+
+__device__ __forceinline__ float lds_half(uint32_t addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return __half2float(__ushort_as_half(v));
+}
+
+template <int F, int kTh, int kTW>
+__global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a) {
+  using S = SpanTile<F, kTh, kTW>;
+  extern __shared__ __align__(16) __half smem[];
+  __half* xs = smem;
+  __half* ds = smem + S::kXHalves;
+  const int slice = blockIdx.x % a.slices, chunk = blockIdx.x / a.slices;
+  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
+  const int c0 = slice * kLanes;
+  const int64_t per_img = int64_t(a.tiles_h) * a.tiles_w, tiles = a.n * per_img;
+  const int64_t t_begin = tiles * chunk / a.z, t_end = tiles * (chunk + 1) / a.z;
+  float acc[F][F];
+#pragma unroll
+  for (int i = 0; i < F; ++i)
+#pragma unroll
+    for (int j = 0; j < F; ++j) acc[i][j] = 0.f;
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const int n = static_cast<int>(t / per_img), rem = static_cast<int>(t - n * per_img);
+    const int oh0 = rem / a.tiles_w * S::kRows, ow0 = rem % a.tiles_w * kTW;
+    __syncthreads();  // the previous tile's reads are done
+    span::stage<__half, kLanes, S::kXCols>(xs, a.x, a.x_elems, n, a.ih, a.iw, a.c, oh0 - a.pt, ow0 - a.pl, S::kXRows,
+                                           c0, threadIdx.x, kThreads);
+    span::stage<__half, kLanes, kTW>(ds, a.dy, a.dy_elems, n, a.oh, a.ow, a.c, oh0, ow0, S::kRows, c0, threadIdx.x,
+                                     kThreads);
+    cuda::cp_async_commit();
+    cuda::cp_async_wait<0>();
+    __syncthreads();
+    uint32_t xa[8], da[8];
+    column_addresses(xa, xs + warp * kTh * S::kXCols * kPitch, ow0 - a.pl, a.c, lane);
+    column_addresses(da, ds + warp * kTh * kTW * kPitch, ow0, a.c, lane);
+    float ring[kTh][F];  // dY column k - j of row t in slot (k - j) % F
+#pragma unroll
+    for (int k = 0; k < S::kXCols; ++k) {
+      float xv[kTh + F - 1];
+#pragma unroll
+      for (int r = 0; r < kTh + F - 1; ++r) xv[r] = lds_half(xa[k % 8] + 2 * (r * S::kXCols + k / 8 * 8) * kPitch);
+      if (k < kTW) {
+#pragma unroll
+        for (int r = 0; r < kTh; ++r) ring[r][k % F] = lds_half(da[k % 8] + 2 * (r * kTW + k / 8 * 8) * kPitch);
+      }
+#pragma unroll
+      for (int r = 0; r < kTh; ++r)
+#pragma unroll
+        for (int j = 0; j < F; ++j)
+          if (k - j >= 0 && k - j < kTW) {
+#pragma unroll
+            for (int i = 0; i < F; ++i) acc[i][j] = fmaf(xv[r + i], ring[r][(k - j) % F], acc[i][j]);
+          }
+    }
+  }
+  // Block sums: shared-memory adds across the warps, then one global add per (tap, channel).
+  __syncthreads();
+  float* red = reinterpret_cast<float*>(smem);
+  for (int e = threadIdx.x; e < F * F * kLanes; e += kThreads) red[e] = 0.f;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < F; ++i)
+#pragma unroll
+    for (int j = 0; j < F; ++j) atomicAdd(&red[(i * F + j) * kLanes + lane], acc[i][j]);
+  __syncthreads();
+  for (int e = threadIdx.x; e < F * F * kLanes; e += kThreads) {
+    const int tap = e / kLanes, c = c0 + e % kLanes;
+    if (c < a.c) atomicAdd(a.dw + int64_t(tap) * a.c + c, red[e]);
+  }
+}
+
+using KernelFn = void (*)(SpanArgs);
+
+template <int F, int kTh, int kTW>
+KernelFn kernel_of() {
+  return &bfc_span_kernel<F, kTh, kTW>;
+}
+
+template <int F>
+KernelFn kernel_for_filter(int th, int tw) {
+  if (th == 1) return tw == 8 ? kernel_of<F, 1, 8>() : kernel_of<F, 1, 16>();
+  return tw == 8 ? kernel_of<F, 2, 8>() : kernel_of<F, 2, 16>();
+}
+
+// The block tile: 16 dY rows on maps taller than 8 (two per warp), else 8; 16 columns on maps wider than 8, else 8.
+struct SpanPlan {
+  int th = 1, tw = 8, smem = 0, blocks_per_sm = 1;
+  SpanArgs args{};  // without pointers
+  KernelFn kernel = nullptr;
+  int64_t blocks() const { return int64_t(args.slices) * args.z; }
+};
+
+int smem_bytes(int f, int th, int tw) {
+  const int rows = kWarps * th;
+  return ((rows + f - 1) * (tw + f - 1) + rows * tw) * kPitch * 2;
+}
+
+SpanPlan make_plan(const DwconvParams& p) {
+  SpanPlan s;
+  s.th = p.oh() > kWarps ? 2 : 1;
+  s.tw = p.ow() > 8 ? 16 : 8;
+  s.kernel = p.fh == 3 ? kernel_for_filter<3>(s.th, s.tw)
+             : p.fh == 5 ? kernel_for_filter<5>(s.th, s.tw)
+                         : kernel_for_filter<7>(s.th, s.tw);
+  s.smem = smem_bytes(p.fh, s.th, s.tw);
+  SpanArgs& a = s.args;
+  a.x_elems = p.x_elems(), a.dy_elems = p.y_elems();
+  a.n = p.n, a.ih = p.ih, a.iw = p.iw, a.c = p.c, a.oh = p.oh(), a.ow = p.ow(), a.pt = p.pad_top, a.pl = p.pad_left;
+  a.tiles_h = (a.oh + kWarps * s.th - 1) / (kWarps * s.th);
+  a.tiles_w = (a.ow + s.tw - 1) / s.tw;
+  a.slices = (p.c + kLanes - 1) / kLanes;
+  CNN_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem));
+  int dev = 0, sms = 0;
+  CNN_CUDA_CHECK(cudaGetDevice(&dev));
+  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, s.kernel, kThreads, s.smem));
+  s.blocks_per_sm = std::max(1, s.blocks_per_sm);
+  // One wave of blocks: each slice's tiles in as many balanced chunks as its share of the resident blocks.
+  const int64_t tiles = int64_t(p.n) * a.tiles_h * a.tiles_w, slots = int64_t(sms) * s.blocks_per_sm;
+  a.z = static_cast<int>(std::clamp<int64_t>(slots / a.slices, 1, tiles));
+  CNN_CHECK(s.blocks() < (int64_t(1) << 31), "dwconv bfc_span: grid too large for ", p.str());
+  return s;
+}
+
+const SpanPlan& cached_plan(const DwconvParams& p) {
+  static std::mutex mu;
+  static std::map<DeviceShapeKey, SpanPlan> cache;
+  const DeviceShapeKey key = device_shape_key(p);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make_plan(p)).first;
+  return it->second;
+}
+
+}  // namespace
+
+bool bfc_span_supports(const DwconvParams& p, int align) {
+  return p.stride_h == 1 && p.stride_w == 1 && p.fh == p.fw && (p.fh == 3 || p.fh == 5 || p.fh == 7) &&
+         align % 16 == 0 && int64_t(p.iw) * p.c % 8 == 0 && int64_t(p.ow()) * p.c % 8 == 0 &&
+         int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31);
+}
+
+std::string dwconv_bfc_span_path_name(const DwconvParams& p) {
+  const SpanPlan& s = cached_plan(p);
+  return str_cat("bfc f16 span (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=", kWarps * s.th, "x", s.tw,
+                 " slices=", s.args.slices, "x32ch Z=", s.args.z, " blocks=", s.blocks(), "x", kWarps, "w (",
+                 s.blocks_per_sm, "/SM)");
+}
+
+void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
+                                cudaStream_t stream) {
+  p.validate("launch_dwconv_bfc_span_f16");
+  check_pointers("launch_dwconv_bfc_span_f16", x, "x", dy, "dy", dw, "dw");
+  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy})), "dwconv bfc_span: expected stride 1, a 3x3, 5x5 or 7x7 filter, map rows of ",
+            "whole 16-byte chunks (W * C % 8 == 0) and 16-byte aligned x and dy, got ", p.str());
+  const SpanPlan& s = cached_plan(p);
+  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
+  if (s.blocks() == 0 || p.x_elems() == 0) return;
+  SpanArgs a = s.args;
+  a.x = x, a.dy = dy, a.dw = dw;
+  s.kernel<<<static_cast<unsigned>(s.blocks()), kThreads, s.smem, stream>>>(a);
+  CNN_CHECK_LAUNCH("bfc_span_kernel");
+}
+
+}  // namespace cnn::dwconv
