@@ -347,8 +347,9 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
 
 // The dispatcher's backward-filter choice. Hybrid accumulation: the register-tile kernel at stride 1 above 9 taps and
 // at any stride above 1 (on padded channels where C % 8 != 0 and C is odd), the tiled kernel for the other stride-1
-// shapes it supports (C % 4 == 0, unpadded). FP32 accumulation: the small-filter kernel at stride 1 up to 5x5 where C
-// % 8 != 0 or OH * OW <= 32 * 32 (unpadded at any C), the same kernels as ha elsewhere.
+// shapes it supports (C % 4 == 0, unpadded). FP32 accumulation, C % 8 != 0 at stride 1: the span-staged kernel at
+// 5x5 / 7x7 (3x3 at odd C) where map rows are whole 16-byte chunks, else the small-filter kernel up to 5x5 (both
+// unpadded); the same kernels as ha elsewhere.
 TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
   CNN_REQUIRE_GPU();
   const auto path_of = [](const Case& k, BfcAccum accum) {
@@ -386,16 +387,22 @@ TEST(DwconvFp16Gpu, BackwardFilterPathNamesTheChosenKernel) {
     const BfcAccum accum = BfcAccum::fp32;
     const std::string small = "bfc f16 small (fp32 accumulation)", tile = "bfc f16 tile (fp32 accumulation)",
                       tiled = "bfc f16 fp32 tiled";
-    for (const Case& k : {same(1, 17, 34, 13, 5, 5), same(1, 17, 34, 249, 3, 3), same(1, 40, 40, 249, 5, 5),
-                          same(1, 40, 40, 124, 1, 3), same(64, 32, 32, 249, 5, 5)}) {
+    for (const Case& k : {same(1, 17, 34, 13, 5, 5), same(1, 17, 34, 249, 3, 3), same(1, 40, 40, 124, 1, 3),
+                          same(1, 40, 40, 124, 3, 3), same(1, 8, 8, 998, 3, 3)}) {
       const std::string path = path_of(k, accum);
       EXPECT_TRUE(path.rfind(small, 0) == 0 && path.find("padded") == std::string::npos) << path;
+    }
+    for (const Case& k : {same(1, 40, 40, 249, 5, 5), same(64, 32, 32, 249, 5, 5), same(1, 40, 40, 124, 5, 5),
+                          same(1, 40, 40, 249, 7, 7), same(1, 40, 40, 249, 3, 3), same(64, 8, 8, 998, 5, 5)}) {
+      const std::string path = path_of(k, accum);
+      EXPECT_TRUE(path.rfind("bfc f16 span (fp32 accumulation)", 0) == 0 && path.find("padded") == std::string::npos)
+          << path;
     }
     for (const Case& k : {same(1, 17, 34, 72, 5, 5), same(1, 40, 40, 72, 5, 5)})  // C % 8 == 0, small maps too
       EXPECT_EQ(path_of(k, accum).rfind(tile, 0), 0u) << path_of(k, accum);
     for (const Case& k : {same(1, 17, 34, 72, 3, 3), same(1, 40, 40, 72, 3, 3)})
       EXPECT_EQ(path_of(k, accum).rfind(tiled, 0), 0u) << path_of(k, accum);
-    const std::string narrow = path_of(same(1, 40, 40, 124, 5, 5), accum);  // even C beyond 3x3: 8-byte copies
+    const std::string narrow = path_of(same(1, 17, 33, 124, 5, 5), accum);  // even C beyond 3x3: 8-byte copies
     EXPECT_TRUE(narrow.rfind(tile, 0) == 0 && narrow.find("padded") == std::string::npos) << narrow;
     EXPECT_EQ(path_of(same(1, 17, 34, 72, 7, 7), accum).rfind(tile, 0), 0u);                    // beyond 5x5
     EXPECT_EQ(path_of(Case{1, 17, 34, 72, 3, 3, 2, 2, 1, 1, 1, 1}, accum).rfind(tile, 0), 0u);  // stride 2

@@ -41,6 +41,7 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
   EXPECT_EQ(parse_overrides("fwd=tile", "VAR").fwd, Kernel::direct_tile);
   EXPECT_EQ(parse_overrides("bfc=small", "VAR").bfc, Kernel::bfc_small);
+  EXPECT_EQ(parse_overrides("bfc=span", "VAR").bfc, Kernel::bfc_span);
   const Overrides empty = parse_overrides("", "VAR");
   EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
@@ -125,7 +126,8 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 // The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a
 // multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
 // on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
-// hybrid accumulation, beyond 5x5 or at stride 2. bfc=small forces it (FP32 too, unpadded
+// hybrid accumulation, beyond 5x5 or at stride 2; FP16 takes the span-staged kernel ahead of it at 5x5 / 7x7 (3x3 at
+// odd C) where map rows are whole 16-byte chunks and the tensors 16-byte aligned. bfc=small forces it (FP32 too, unpadded
 // even with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter selection
 // queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
@@ -135,19 +137,24 @@ TEST(DwconvSelect, BfcSmallPlans) {
   };
   for (DType t : {DType::f16, DType::f32}) {
     const std::string name = dtype_name(t);
+    const DwconvParams odd5 = same_pad(64, 32, 32, 249, 5, 5), odd5b = same_pad(64, 16, 16, 499, 5, 5),
+                       odd5c = same_pad(64, 64, 64, 123, 5, 5);
     for (const DwconvParams& p :
-         {same_pad(64, 32, 32, 249, 5, 5), same_pad(64, 16, 16, 499, 5, 5), same_pad(64, 8, 8, 998, 3, 3),
-          same_pad(64, 64, 64, 123, 5, 5), same_pad(64, 32, 32, 250, 3, 3), same_pad(8, 17, 34, 7, 3, 5),
-          same_pad(8, 17, 34, 7, 1, 1)}) {
+         {odd5, odd5b, odd5c, same_pad(64, 8, 8, 998, 3, 3), same_pad(64, 32, 32, 250, 3, 3),
+          same_pad(8, 17, 34, 7, 3, 5), same_pad(8, 17, 34, 7, 1, 1), same_pad(8, 17, 33, 249, 5, 5)}) {
       const Plan plan = bfc(t, p);
-      EXPECT_TRUE(plan.kernel == Kernel::bfc_small && plan.padded_c == 0) << name << " " << p.str();
-      EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
+      const bool span = t == DType::f16 && p.fh == 5 && p.iw * p.c % 8 == 0;
+      EXPECT_TRUE(plan.kernel == (span ? Kernel::bfc_span : Kernel::bfc_small) && plan.padded_c == 0)
+          << name << " " << p.str();
+      if (!span) EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
     }
+    EXPECT_EQ(bfc(t, odd5, BfcAccum::fp32, "", 8).kernel, Kernel::bfc_small) << name;  // span needs 16-byte alignment
     EXPECT_EQ(bfc(t, same_pad(2, 8, 8, 998, 5, 5), BfcAccum::fp32, "", 2).small_lane_channels, 1) << name;
     for (const DwconvParams& p : {same_pad(64, 64, 64, 124, 5, 5), same_pad(64, 8, 8, 998, 5, 5)}) {
       const Plan plan = bfc(t, p);
       if (t == DType::f16) {
-        EXPECT_TRUE(plan.kernel == Kernel::bfc_tile && plan.padded_c == 0) << p.str();
+        EXPECT_TRUE(plan.kernel == Kernel::bfc_span && plan.padded_c == 0) << p.str();
+        EXPECT_EQ(bfc(t, p, BfcAccum::fp32, "", 8).kernel, Kernel::bfc_tile) << p.str();  // narrow copies, unpadded
       } else {
         EXPECT_EQ(plan.kernel, p.c % 4 == 0 ? Kernel::bfc_tile : Kernel::bfc_small) << p.str();
       }
@@ -157,7 +164,10 @@ TEST(DwconvSelect, BfcSmallPlans) {
                                   same_pad(64, 8, 8, 1000, 3, 3)})  // vector C, large and small maps
       EXPECT_NE(bfc(t, p).kernel, Kernel::bfc_small) << name << " " << p.str();
     EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 5, 5, 2)).kernel, Kernel::bfc_small) << name;
-    EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, Kernel::bfc_small) << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_tile)
+        << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 3, 3)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_small)
+        << name;
     for (const char* text : {"bfc=small", "bfc=small,pad=on"}) {
       const Plan forced = bfc(t, same_pad(64, 64, 64, 249, 7, 7), BfcAccum::fp32, text);
       EXPECT_TRUE(forced.kernel == Kernel::bfc_small && forced.padded_c == 0) << name << " " << text;
@@ -172,6 +182,11 @@ TEST(DwconvSelect, BfcSmallPlans) {
   const std::string error =
       cnn::test::error_of([&] { bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha, "bfc=small"); });
   EXPECT_NE(error.find("bfc_small: needs fp32 accumulation"), std::string::npos) << error;
+  EXPECT_THROW(bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha, "bfc=span"), cnn::Error);
+  EXPECT_THROW(bfc(DType::f32, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::fp32, "bfc=span"), cnn::Error);
+  EXPECT_THROW(bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::fp32, "bfc=span", 8), cnn::Error);
+  const Plan forced_span = bfc(DType::f16, same_pad(64, 32, 32, 256, 5, 5), BfcAccum::fp32, "bfc=span,pad=on");
+  EXPECT_TRUE(forced_span.kernel == Kernel::bfc_span && forced_span.padded_c == 0);
   EXPECT_THROW(bfc(DType::f32, same_pad(1, 17, 34, 72, 3, 3), BfcAccum::fp32, "bfc=strip"), cnn::Error);
 }
 

@@ -130,6 +130,17 @@ bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int alig
   return p.c % vector_width(dtype) != 0 && !tile_unpadded;
 }
 
+// FP16 backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C), maps
+// whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged kernel, unpadded, ahead of
+// bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998), one run: 1.42-1.44x bfc_small at 249 and 499 channels
+// 5x5, 1.55-1.70x at 7x7, 1.16-1.17x at 3x3; 1.24x the register-tile kernel at 998 5x5, 1.07x at 124. At an even C
+// bfc_small's two-channel lanes keep 3x3 (the span kernel: 0.84x); at an aligned C the register-tile and tiled
+// kernels stay (0.82-1.10x).
+bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
+  if (dtype != DType::f16 || accum != BfcAccum::fp32 || p.c % vector_width(dtype) == 0) return false;
+  return bfc_span_supports(p, align) && (p.fh >= 5 || p.c % 2 != 0);
+}
+
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
 // the CUDA-core kernel's 4-half lanes, other counts on the tiled direct kernel): at 5x5 a padded plan's copies of
 // the input and the output cost more than the convolution, and these kernels read each map once per block. Larger
@@ -171,7 +182,7 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
-    if (!o.bfc && bfc_small_wins(dtype, p, accum, align)) return 0;
+    if (!o.bfc && (bfc_span_wins(dtype, p, accum, align) || bfc_small_wins(dtype, p, accum, align))) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
     if (strip_unpadded && strip_wins) return 0;
@@ -405,6 +416,10 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
                  "FP16, stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors", p);
     CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_span: needs fp32 accumulation, got ha for ",
               p.str());
+    plan.kernel = Kernel::bfc_span;
+    return plan;
+  }
+  if (!o.bfc && bfc_span_wins(dtype, p, accum, align)) {
     plan.kernel = Kernel::bfc_span;
     return plan;
   }
