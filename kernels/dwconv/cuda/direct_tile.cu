@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(kLanes * kWarps)
     // of the tile in row-major order, its lanes that pixel's kLanes * kCh channels. The pixel's row and column
     // advance incrementally, and kBatch loads are issued before any is stored: each load reads a valid address (the
     // image's first pixel when outside) and is zeroed after, so there is no branch to serialize them on their
-    // latency. A batch is 64 bytes per lane: each batch waits one memory latency, so narrow lanes take more loads.
-    constexpr int kBatch = 64 / int(sizeof(V));
+    // latency.
+    constexpr int kBatch = 8;
     const float zero[kCh] = {};
     const T* src_n = src + int64_t(n) * g.in_h * g.in_w * g.c + (live ? c : 0);
     const int total = rows_in * kColsIn;
