@@ -238,6 +238,21 @@ TEST(DwconvFp16Gpu, BackwardFilterTileKernelOnHalfInputs) {
     check_bfc_tile_f16(k, seed++);
 }
 
+// Backward-filter through the entry point under the current overrides, FP32 accumulation: checked against FP64; its
+// path must start with `kernel` and name no padding, and hybrid accumulation is refused.
+void expect_forced_bfc_f16(const Case& k, uint64_t seed, const std::string& kernel) {
+  BfcF16Run b(k, seed);
+  const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+    ScratchBuffer scratch;
+    dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
+  });
+  const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
+  EXPECT_EQ(path.rfind(kernel, 0), 0u) << path;
+  EXPECT_EQ(path.find("padded"), std::string::npos) << path;
+  expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str());
+  EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::ha), cnn::Error);
+}
+
 // The small-filter kernel (bfc_small) launched directly on FP16 inputs: x and dy aligned (half2 lanes where C is
 // even) or `offset` halves off (single-half lanes); FP32 accumulation against FP64 (expect_bfc_f16's fp32 bound and
 // MARE), dW poisoned before the run.
@@ -283,18 +298,8 @@ TEST(DwconvFp16Gpu, BackwardFilterSmallKernelEveryTileAndSplit) {
     check_bfc_small_f16(same(3, 10, 7, 40, 7, 5).params(), seed++, 0, BfcSmallForce{0, 0, z});
   const Overrides saved = overrides();
   set_overrides(parse_overrides("bfc=small", "test"));
-  for (const Case& k : {same(2, 17, 34, 7, 3, 3), same(2, 13, 17, 249, 7, 7), same(2, 40, 40, 72, 5, 5)}) {
-    BfcF16Run b(k, seed++);
-    const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
-      ScratchBuffer scratch;
-      dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
-    });
-    const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
-    EXPECT_EQ(path.rfind("bfc f16 small (fp32 accumulation)", 0), 0u) << path;
-    EXPECT_EQ(path.find("padded"), std::string::npos) << path;
-    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str());
-    EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::ha), cnn::Error);
-  }
+  for (const Case& k : {same(2, 17, 34, 7, 3, 3), same(2, 13, 17, 249, 7, 7), same(2, 40, 40, 72, 5, 5)})
+    expect_forced_bfc_f16(k, seed++, "bfc f16 small (fp32 accumulation)");
   set_overrides(saved);
 }
 
@@ -326,21 +331,10 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
   }
   const Overrides saved = overrides();
   set_overrides(parse_overrides("bfc=span", "test"));
-  {
-    BfcF16Run b(same(2, 16, 16, 499, 5, 5), seed++);
-    const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
-      ScratchBuffer scratch;
-      dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
-    });
-    const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
-    EXPECT_EQ(path.rfind("bfc f16 span (fp32 accumulation) F=5x5", 0), 0u) << path;
-    EXPECT_EQ(path.find("padded"), std::string::npos) << path;
-    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str());
-    EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::ha), cnn::Error);
-    for (const Case& bad : {same(1, 8, 7, 249, 5, 5), same(1, 8, 8, 249, 5, 3), same(1, 8, 8, 249, 9, 9)})
-      EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, bad.params(), DType::f16, BfcAccum::fp32), cnn::Error)
-          << bad.params().str();
-  }
+  expect_forced_bfc_f16(same(2, 16, 16, 499, 5, 5), seed++, "bfc f16 span (fp32 accumulation) F=5x5");
+  for (const Case& bad : {same(1, 8, 7, 249, 5, 5), same(1, 8, 8, 249, 5, 3), same(1, 8, 8, 249, 9, 9)})
+    EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, bad.params(), DType::f16, BfcAccum::fp32), cnn::Error)
+        << bad.params().str();
   set_overrides(saved);
   EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5).params(), 8));  // 8-byte aligned tensors
 }
