@@ -34,6 +34,16 @@ inline bool supports(const void* t, int w, int c, int elem_bytes) {
   return reinterpret_cast<uintptr_t>(t) % 16 == 0 && int64_t(w) * c % (16 / elem_bytes) == 0;
 }
 
+// Where chunk k of the slot of pixel (ih, iw) of image n comes from: the tensor offset of its first element, or -1
+// for zeros (outside the map, or past the tensor's `elems` elements).
+template <class T>
+__host__ __device__ __forceinline__ int64_t chunk_source(int64_t elems, int n, int h, int w, int c, int ih, int iw,
+                                                         int c0, int k) {
+  constexpr int kE = kChunkElems<T>;
+  const int64_t chunk = ((int64_t(n) * h + ih) * w + iw) * c + c0 - shift<T>(iw, c) + k * kE;
+  return unsigned(ih) < unsigned(h) && unsigned(iw) < unsigned(w) && chunk + kE <= elems ? chunk : -1;
+}
+
 // Copies the rows x kCols pixel window at (row0, col0) of image n (h x w x c maps; rows or columns outside are
 // zeros) into dst[slot][kPitch<T, kB>], slot = row * kCols + column, the channels c0 .. c0 + kB - 1 of each at its
 // shift. Thread `tid` of `threads` issues every threads-th chunk (consecutive threads on consecutive chunks); the
@@ -42,14 +52,11 @@ template <class T, int kB, int kCols>
 __device__ __forceinline__ void stage(T* dst, const T* src, int64_t elems, int n, int h, int w, int c, int row0,
                                      int col0, int rows, int c0, int tid, int threads) {
   constexpr int kE = kChunkElems<T>, kChunks = kPitch<T, kB> / kE;
-  const int64_t img = int64_t(n) * h * w;
   for (int e = tid; e < rows * kCols * kChunks; e += threads) {
     const int slot = e / kChunks, k = e - slot * kChunks;
     const int r = slot / kCols, col = slot - r * kCols;
-    const int ih = row0 + r, iw = col0 + col;
-    const int64_t chunk = (img + int64_t(ih) * w + iw) * c + c0 - shift<T>(iw, c) + k * kE;
-    const bool ok = unsigned(ih) < unsigned(h) && unsigned(iw) < unsigned(w) && chunk + kE <= elems;
-    cuda::cp_async_ca16(dst + slot * kPitch<T, kB> + k * kE, ok ? src + chunk : src, ok);
+    const int64_t chunk = chunk_source<T>(elems, n, h, w, c, row0 + r, col0 + col, c0, k);
+    cuda::cp_async_ca16(dst + slot * kPitch<T, kB> + k * kE, chunk >= 0 ? src + chunk : src, chunk >= 0);
   }
 }
 
