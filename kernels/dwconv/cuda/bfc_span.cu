@@ -196,7 +196,7 @@ const SpanPlan& cached_plan(const DwconvParams& p) {
 
 bool bfc_span_supports(const DwconvParams& p, int align) {
   return p.stride_h == 1 && p.stride_w == 1 && p.fh == p.fw && (p.fh == 3 || p.fh == 5 || p.fh == 7) &&
-         align % 16 == 0 && int64_t(p.iw) * p.c % 8 == 0 && int64_t(p.ow()) * p.c % 8 == 0 &&
+         span::supports(align, p.iw, p.c, 2) && span::supports(align, p.ow(), p.c, 2) &&
          int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31);
 }
 
@@ -211,8 +211,8 @@ void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, co
                                 cudaStream_t stream) {
   p.validate("launch_dwconv_bfc_span_f16");
   check_pointers("launch_dwconv_bfc_span_f16", x, "x", dy, "dy", dw, "dw");
-  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy})), "dwconv bfc_span: expected stride 1, a 3x3, 5x5 or 7x7 filter, map rows of ",
-            "whole 16-byte chunks (W * C % 8 == 0) and 16-byte aligned x and dy, got ", p.str());
+  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy})), "dwconv bfc_span: expected stride 1, a 3x3, 5x5 or 7x7 ",
+            "filter, map rows of whole 16-byte chunks (W * C % 8 == 0) and 16-byte aligned x and dy, got ", p.str());
   const SpanPlan& s = cached_plan(p);
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
   if (s.blocks() == 0 || p.x_elems() == 0) return;

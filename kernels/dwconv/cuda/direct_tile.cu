@@ -225,7 +225,7 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   CNN_CHECK(blocks < (int64_t(1) << 31) && channel_blocks <= 65535, "dwconv direct_tile: grid too large for ", blocks,
             " x ", channel_blocks, " blocks");
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(channel_blocks));
-  const bool span = span::supports(src, g.in_w, g.c, sizeof(T));
+  const bool span = span::supports(alignment_of({src}), g.in_w, g.c, sizeof(T));
   const auto run = [&](auto ch, auto rpw) {
     constexpr int kCh = decltype(ch)::value;
     with_filter_width(g.fw, [&](auto fw) {

@@ -411,15 +411,14 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
-  if (o.bfc == Kernel::bfc_span) {
+  const bool forced_span = o.bfc == Kernel::bfc_span;
+  if (forced_span) {
     check_forced(f16 && bfc_span_supports(p, align), "bfc_span",
                  "FP16, stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors", p);
     CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_span: needs fp32 accumulation, got ha for ",
               p.str());
-    plan.kernel = Kernel::bfc_span;
-    return plan;
   }
-  if (!o.bfc && bfc_span_wins(dtype, p, accum, align)) {
+  if (forced_span || (!o.bfc && bfc_span_wins(dtype, p, accum, align))) {
     plan.kernel = Kernel::bfc_span;
     return plan;
   }

@@ -29,9 +29,10 @@ __host__ __device__ __forceinline__ int shift(int iw, int c) {
   return (iw * c) & (kChunkElems<T> - 1);
 }
 
-// Whether a tensor with rows of w pixels of c channels can be span-staged (the precondition above).
-inline bool supports(const void* t, int w, int c, int elem_bytes) {
-  return reinterpret_cast<uintptr_t>(t) % 16 == 0 && int64_t(w) * c % (16 / elem_bytes) == 0;
+// Whether a tensor with rows of w pixels of c channels, aligned to `align` bytes (alignment_of), can be span-staged
+// (the precondition above).
+inline bool supports(int align, int w, int c, int elem_bytes) {
+  return align % 16 == 0 && int64_t(w) * c % (16 / elem_bytes) == 0;
 }
 
 // Where chunk k of the slot of pixel (ih, iw) of image n comes from: the tensor offset of its first element, or -1
