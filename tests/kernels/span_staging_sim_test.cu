@@ -89,5 +89,33 @@ TEST(SpanStaging, NothingIsReadPastTheTensor) {
   EXPECT_FALSE(span::supports(8, 8, 249, 2));   // 8-byte aligned
 }
 
+// The threads' walks (ChunkWalk) copy every chunk of a window's slots exactly once, at the block size the kernels use
+// and a small one, for slots of 5, 9 and 17 chunks (FP16 32 and 64 channels, FP32 64), over windows of a step's size
+// and not.
+template <class T, int kB>
+void check_walk(int threads, int slots) {
+  constexpr int kChunks = span::ChunkWalk<T, kB>::kChunks;
+  std::vector<int> copies(size_t(slots) * kChunks, 0);
+  for (int tid = 0; tid < threads; ++tid) {
+    const span::ChunkWalk<T, kB> walk(tid, threads);
+    if (!walk.active) continue;
+    ASSERT_TRUE(walk.k >= 0 && walk.k < kChunks);
+    for (int slot = walk.first; slot < slots; slot += walk.step) ++copies[size_t(slot) * kChunks + walk.k];
+  }
+  for (size_t i = 0; i < copies.size(); ++i)
+    ASSERT_EQ(copies[i], 1) << threads << " threads, " << slots << " slots of " << kChunks << " chunks: slot "
+                            << i / kChunks << " chunk " << i % kChunks;
+}
+
+TEST(SpanStaging, ThreadsCopyEveryChunkOnce) {
+  for (int threads : {64, 256})
+    for (int slots : {1, 47, 48, 144, 720, 1000}) {
+      check_walk<__half, 32>(threads, slots);
+      check_walk<__half, 64>(threads, slots);
+      check_walk<float, 32>(threads, slots);
+      check_walk<float, 64>(threads, slots);
+    }
+}
+
 }  // namespace
 }  // namespace cnn::dwconv

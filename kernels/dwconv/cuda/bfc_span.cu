@@ -72,15 +72,21 @@ __global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a)
   const int slice = blockIdx.x % a.slices, chunk = blockIdx.x / a.slices;
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   const int c0 = slice * kLanes;
-  const int64_t per_img = int64_t(a.tiles_h) * a.tiles_w, tiles = a.n * per_img;
-  const int64_t t_begin = tiles * chunk / a.z, t_end = tiles * (chunk + 1) / a.z;
+  const int per_img = a.tiles_h * a.tiles_w, tiles = a.n * per_img;  // under 2^31 (make_plan)
+  const int t_begin = static_cast<int>(int64_t(tiles) * chunk / a.z);
+  const int t_end = static_cast<int>(int64_t(tiles) * (chunk + 1) / a.z);
   float acc[F][F];
 #pragma unroll
   for (int i = 0; i < F; ++i)
 #pragma unroll
     for (int j = 0; j < F; ++j) acc[i][j] = 0.f;
-  for (int64_t t = t_begin; t < t_end; ++t) {
-    const int n = static_cast<int>(t / per_img), rem = static_cast<int>(t - n * per_img);
+  // Tiles start at multiples of kTW (8 or 16) columns, so a column's shift is the same in every tile: the addresses
+  // are the tile loop's constants.
+  uint32_t xa[8], da[8];
+  column_addresses(xa, xs + warp * kTh * S::kXCols * kPitch, -a.pl, a.c, lane);
+  column_addresses(da, ds + warp * kTh * kTW * kPitch, 0, a.c, lane);
+  for (int t = t_begin; t < t_end; ++t) {
+    const int n = t / per_img, rem = t - n * per_img;
     const int oh0 = rem / a.tiles_w * S::kRows, ow0 = rem % a.tiles_w * kTW;
     __syncthreads();  // the previous tile's reads are done
     span::stage<__half, kLanes, S::kXCols>(xs, a.x, a.x_elems, n, a.ih, a.iw, a.c, oh0 - a.pt, ow0 - a.pl, S::kXRows,
@@ -90,9 +96,6 @@ __global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a)
     cuda::cp_async_commit();
     cuda::cp_async_wait<0>();
     __syncthreads();
-    uint32_t xa[8], da[8];
-    column_addresses(xa, xs + warp * kTh * S::kXCols * kPitch, ow0 - a.pl, a.c, lane);
-    column_addresses(da, ds + warp * kTh * kTW * kPitch, ow0, a.c, lane);
     float ring[kTh][F];  // dY column k - j of row t in slot (k - j) % F
 #pragma unroll
     for (int k = 0; k < S::kXCols; ++k) {
@@ -178,7 +181,8 @@ SpanPlan make_plan(const DwconvParams& p) {
   // One wave of blocks: each slice's tiles in as many balanced chunks as its share of the resident blocks.
   const int64_t tiles = int64_t(p.n) * a.tiles_h * a.tiles_w, slots = int64_t(sms) * s.blocks_per_sm;
   a.z = static_cast<int>(std::clamp<int64_t>(slots / a.slices, 1, tiles));
-  CNN_CHECK(s.blocks() < (int64_t(1) << 31), "dwconv bfc_span: grid too large for ", p.str());
+  CNN_CHECK(s.blocks() < (int64_t(1) << 31) && tiles < (int64_t(1) << 31), "dwconv bfc_span: grid too large for ",
+            p.str());
   return s;
 }
 
@@ -197,7 +201,7 @@ const SpanPlan& cached_plan(const DwconvParams& p) {
 bool bfc_span_supports(const DwconvParams& p, int align) {
   return p.stride_h == 1 && p.stride_w == 1 && p.fh == p.fw && (p.fh == 3 || p.fh == 5 || p.fh == 7) &&
          span::supports(align, p.iw, p.c, 2) && span::supports(align, p.ow(), p.c, 2) &&
-         int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31);
+         int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31) && int64_t(p.oh()) * p.ow() * p.c < (int64_t(1) << 31);
 }
 
 std::string dwconv_bfc_span_path_name(const DwconvParams& p) {
