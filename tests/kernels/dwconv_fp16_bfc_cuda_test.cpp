@@ -314,7 +314,10 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
   uint64_t seed = 7900;
   for (const Case& k : {same(2, 8, 8, 998, 5, 5), same(1, 17, 16, 249, 5, 5), same(3, 16, 24, 75, 3, 3),
                         same(2, 9, 8, 249, 7, 7), same(1, 40, 32, 124, 5, 5), same(5, 8, 8, 8, 3, 3),
-                        Case{2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3}, Case{1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2}}) {
+                        Case{2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3}, Case{1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2},
+                        // More tiles than blocks (one slice): chunks of several tiles, stepping over tile columns,
+                        // rows and images.
+                        same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
     const DwconvParams p = k.params();
     ASSERT_TRUE(bfc_span_supports(p, 16)) << p.str();
     const HalfData d = f16test::make_data(p, seed);

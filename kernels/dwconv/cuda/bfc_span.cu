@@ -3,15 +3,15 @@
 // with FP32 accumulation, at any C whose map rows are whole 16-byte chunks (SLaK's 124, 249, 499, 998 on maps of a
 // multiple of 8 columns).
 //
-// - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kTh * 8 rows x kTW columns;
-//   per tile it stages the X window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async
+// - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kWarps * kTh rows x kTW
+//   columns (kTh = 2; 8 warps, or 4 on maps of at most 8 rows, which are then one tile high); per tile it stages the X window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async
 //   copies of each pixel's channel span (span_staging.cuh), so odd C costs no element loads.
 // - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + F - 2: step
 //   k widens X column k of the kTh + F - 1 rows once, dY column k enters a ring of F columns, and tap (i, j) of dY
 //   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
 //   unrolled). Each (X column, row) costs one shared load and one conversion for kTh * F FMAs.
-// - The slots' shifts repeat every 8 columns, so a lane keeps 8 shared addresses per tensor (one per column mod 8)
-//   and every load is an address register plus an immediate.
+// - The slots' shifts repeat every 8 columns, and tiles start at multiples of 8, so a lane keeps 8 shared addresses
+//   per tensor (one per column mod 8) for all its tiles, and every load is an address register plus an immediate.
 // - FP32 sums per (tap, lane) in registers over the block's tiles, then shared-memory adds across warps and one global
 //   atomicAdd per (tap, channel) per block into dW, zeroed by the launcher. Blocks: slices x chunks, about one wave.
 #include <cuda_fp16.h>
@@ -29,7 +29,7 @@
 namespace cnn::dwconv {
 namespace {
 
-constexpr int kLanes = 32, kWarps = 8, kThreads = kLanes * kWarps;
+constexpr int kLanes = 32;
 constexpr int kPitch = span::kPitch<__half, kLanes>;  // halves per staged pixel
 
 struct SpanArgs {
@@ -42,8 +42,9 @@ struct SpanArgs {
   int slices, z;         // blocks: slice fastest, then chunk of tiles
 };
 
-template <int F, int kTh, int kTW>
+template <int F, int kTh, int kTW, int kWarps>
 struct SpanTile {
+  static constexpr int kThreads = kLanes * kWarps;
   static constexpr int kRows = kWarps * kTh;    // dY rows per tile
   static constexpr int kXRows = kRows + F - 1;  // X window
   static constexpr int kXCols = kTW + F - 1;
@@ -63,9 +64,11 @@ __device__ __forceinline__ float lds_half(uint32_t addr) {
   return __half2float(__ushort_as_half(v));
 }
 
-template <int F, int kTh, int kTW>
-__global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a) {
-  using S = SpanTile<F, kTh, kTW>;
+// Blocks per SM in the bounds: a register budget of 128 per thread.
+template <int F, int kTh, int kTW, int kWarps>
+__global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(const SpanArgs a) {
+  using S = SpanTile<F, kTh, kTW, kWarps>;
+  constexpr int kThreads = S::kThreads;
   extern __shared__ __align__(16) __half smem[];
   __half* xs = smem;
   __half* ds = smem + S::kXHalves;
@@ -85,9 +88,10 @@ __global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a)
   uint32_t xa[8], da[8];
   column_addresses(xa, xs + warp * kTh * S::kXCols * kPitch, -a.pl, a.c, lane);
   column_addresses(da, ds + warp * kTh * kTW * kPitch, 0, a.c, lane);
+  // The tile's image and position, stepped from the chunk's first tile (no division per tile).
+  int n = t_begin / per_img, tile_r = t_begin % per_img / a.tiles_w, tile_c = t_begin % a.tiles_w;
   for (int t = t_begin; t < t_end; ++t) {
-    const int n = t / per_img, rem = t - n * per_img;
-    const int oh0 = rem / a.tiles_w * S::kRows, ow0 = rem % a.tiles_w * kTW;
+    const int oh0 = tile_r * S::kRows, ow0 = tile_c * kTW;
     __syncthreads();  // the previous tile's reads are done
     span::stage<__half, kLanes, S::kXCols>(xs, a.x, a.x_elems, n, a.ih, a.iw, a.c, oh0 - a.pt, ow0 - a.pl, S::kXRows,
                                            c0, threadIdx.x, kThreads);
@@ -115,6 +119,10 @@ __global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a)
             for (int i = 0; i < F; ++i) acc[i][j] = fmaf(xv[r + i], ring[r][(k - j) % F], acc[i][j]);
           }
     }
+    if (++tile_c == a.tiles_w) {
+      tile_c = 0;
+      if (++tile_r == a.tiles_h) tile_r = 0, ++n;
+    }
   }
   // Block sums: shared-memory adds across the warps, then one global add per (tap, channel).
   __syncthreads();
@@ -134,49 +142,46 @@ __global__ void __launch_bounds__(kThreads, 2) bfc_span_kernel(const SpanArgs a)
 
 using KernelFn = void (*)(SpanArgs);
 
-template <int F, int kTh, int kTW>
-KernelFn kernel_of() {
-  return &bfc_span_kernel<F, kTh, kTW>;
-}
-
 template <int F>
-KernelFn kernel_for_filter(int th, int tw) {
-  if (th == 1) return tw == 8 ? kernel_of<F, 1, 8>() : kernel_of<F, 1, 16>();
-  return tw == 8 ? kernel_of<F, 2, 8>() : kernel_of<F, 2, 16>();
+KernelFn kernel_for_filter(int warps, int tw) {
+  if (warps == 4) return tw == 8 ? &bfc_span_kernel<F, 2, 8, 4> : &bfc_span_kernel<F, 2, 16, 4>;
+  return tw == 8 ? &bfc_span_kernel<F, 2, 8, 8> : &bfc_span_kernel<F, 2, 16, 8>;
 }
 
-// The block tile: 16 dY rows on maps taller than 8 (two per warp), else 8; 16 columns on maps wider than 8, else 8.
+// The block tile: two dY rows per warp, 8 warps on maps taller than 8 rows, else 4 (8 rows: a map of 8 rows is one
+// tile, and each warp's X rows serve two dY rows); 16 columns on maps wider than 8, else 8.
 struct SpanPlan {
-  int th = 1, tw = 8, smem = 0, blocks_per_sm = 1;
+  int th = 2, warps = 8, tw = 8, smem = 0, blocks_per_sm = 1;
   SpanArgs args{};  // without pointers
   KernelFn kernel = nullptr;
+  int rows() const { return warps * th; }
   int64_t blocks() const { return int64_t(args.slices) * args.z; }
 };
 
-int smem_bytes(int f, int th, int tw) {
-  const int rows = kWarps * th;
+int smem_bytes(int f, int rows, int tw) {
   return ((rows + f - 1) * (tw + f - 1) + rows * tw) * kPitch * 2;
 }
 
 SpanPlan make_plan(const DwconvParams& p) {
   SpanPlan s;
-  s.th = p.oh() > kWarps ? 2 : 1;
+  s.warps = p.oh() > 8 ? 8 : 4;
   s.tw = p.ow() > 8 ? 16 : 8;
-  s.kernel = p.fh == 3 ? kernel_for_filter<3>(s.th, s.tw)
-             : p.fh == 5 ? kernel_for_filter<5>(s.th, s.tw)
-                         : kernel_for_filter<7>(s.th, s.tw);
-  s.smem = smem_bytes(p.fh, s.th, s.tw);
+  s.kernel = p.fh == 3 ? kernel_for_filter<3>(s.warps, s.tw)
+             : p.fh == 5 ? kernel_for_filter<5>(s.warps, s.tw)
+                         : kernel_for_filter<7>(s.warps, s.tw);
+  s.smem = smem_bytes(p.fh, s.rows(), s.tw);
   SpanArgs& a = s.args;
   a.x_elems = p.x_elems(), a.dy_elems = p.y_elems();
   a.n = p.n, a.ih = p.ih, a.iw = p.iw, a.c = p.c, a.oh = p.oh(), a.ow = p.ow(), a.pt = p.pad_top, a.pl = p.pad_left;
-  a.tiles_h = (a.oh + kWarps * s.th - 1) / (kWarps * s.th);
+  a.tiles_h = (a.oh + s.rows() - 1) / s.rows();
   a.tiles_w = (a.ow + s.tw - 1) / s.tw;
   a.slices = (p.c + kLanes - 1) / kLanes;
   CNN_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem));
   int dev = 0, sms = 0;
   CNN_CUDA_CHECK(cudaGetDevice(&dev));
   CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, s.kernel, kThreads, s.smem));
+  CNN_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, s.kernel, kLanes * s.warps, s.smem));
   s.blocks_per_sm = std::max(1, s.blocks_per_sm);
   // One wave of blocks: each slice's tiles in as many balanced chunks as its share of the resident blocks.
   const int64_t tiles = int64_t(p.n) * a.tiles_h * a.tiles_w, slots = int64_t(sms) * s.blocks_per_sm;
@@ -206,8 +211,8 @@ bool bfc_span_supports(const DwconvParams& p, int align) {
 
 std::string dwconv_bfc_span_path_name(const DwconvParams& p) {
   const SpanPlan& s = cached_plan(p);
-  return str_cat("bfc f16 span (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=", kWarps * s.th, "x", s.tw,
-                 " slices=", s.args.slices, "x32ch Z=", s.args.z, " blocks=", s.blocks(), "x", kWarps, "w (",
+  return str_cat("bfc f16 span (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=", s.rows(), "x", s.tw,
+                 " slices=", s.args.slices, "x32ch Z=", s.args.z, " blocks=", s.blocks(), "x", s.warps, "w (",
                  s.blocks_per_sm, "/SM)");
 }
 
@@ -222,7 +227,7 @@ void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, co
   if (s.blocks() == 0 || p.x_elems() == 0) return;
   SpanArgs a = s.args;
   a.x = x, a.dy = dy, a.dw = dw;
-  s.kernel<<<static_cast<unsigned>(s.blocks()), kThreads, s.smem, stream>>>(a);
+  s.kernel<<<static_cast<unsigned>(s.blocks()), kLanes * s.warps, s.smem, stream>>>(a);
   CNN_CHECK_LAUNCH("bfc_span_kernel");
 }
 

@@ -141,12 +141,16 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   if (!live || oh >= g.out_h) return;  // no barrier follows
   float b[kCh] = {};
   if (bias != nullptr) L::widen_to(*reinterpret_cast<const V*>(bias + c), b);
-  T* out_row = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + c;
-  // Element offsets of a window's inputs from its first pixel's slot: span staging adds each pixel's shift, the same
-  // for every window (they start at multiples of kTM columns, and kTM * C is whole chunks).
-  int win_off[kTM + FW - 1];
+  // The lane's channel in the warp's first input row, one pointer per column mod 8: span staging's shift is a function
+  // of the column mod 8 (mod 4 for FP32) and windows start at multiples of kTM columns, so column v of the window at
+  // s0, input row u, is col[v % 8] + s0 pixels + a compile-time offset. With the rows unrolled (up to the largest
+  // filter, the filter's own height checked at run time), every load below is a register plus an immediate.
+  const T* col[8];
 #pragma unroll
-  for (int v = 0; v < kTM + FW - 1; ++v) win_off[v] = v * kPitch + (kSpan ? span::shift<T>(x0 + v, g.c) : 0);
+  for (int m = 0; m < 8; ++m)
+    col[m] = in + (warp * kRpw * kColsIn + m) * kPitch + (kSpan ? span::shift<T>(x0 + m, g.c) : 0) + lane * kCh;
+  const Taps<kCh>* lane_taps = taps + lane;
+  T* out = dst + (int64_t(n) * g.out_h + oh) * g.out_w * g.c + int64_t(ow0) * g.c + c;  // output (oh, ow0)
   for (int s0 = 0; s0 < kTileW && ow0 + s0 < g.out_w; s0 += kTM) {
     float acc[kRpw][kTM][kCh];
 #pragma unroll
@@ -155,20 +159,24 @@ __global__ void __launch_bounds__(kLanes * kWarps)
       for (int t = 0; t < kTM; ++t)
 #pragma unroll
         for (int h = 0; h < kCh; ++h) acc[k][t][h] = b[h];
+    const T* win_col[8];
+#pragma unroll
+    for (int m = 0; m < 8; ++m) win_col[m] = col[m] + s0 * kPitch;
     // Input row u of the warp's window (tile row warp * kRpw + u) meets filter row u - k of output row k.
-    for (int u = 0; u < g.fh + kRpw - 1; ++u) {
-      const T* in_row = in + ((warp * kRpw + u) * kColsIn + s0) * kPitch + lane * kCh;
+#pragma unroll
+    for (int u = 0; u < kDirectTileMaxF + kRpw - 1; ++u) {
+      if (u >= g.fh + kRpw - 1) break;
       float win[kTM + FW - 1][kCh];
 #pragma unroll
-      for (int v = 0; v < kTM + FW - 1; ++v) L::widen_to(*reinterpret_cast<const V*>(in_row + win_off[v]), win[v]);
+      for (int v = 0; v < kTM + FW - 1; ++v)
+        L::widen_to(*reinterpret_cast<const V*>(win_col[v % 8] + (u * kColsIn + v / 8 * 8) * kPitch), win[v]);
 #pragma unroll
       for (int k = 0; k < kRpw; ++k) {
         const int i = u - k;
         if (i < 0 || i >= g.fh) continue;
-        const Taps<kCh>* tap_row = taps + i * FW * kLanes + lane;
 #pragma unroll
         for (int j = 0; j < FW; ++j) {
-          const Taps<kCh> f = tap_row[j * kLanes];
+          const Taps<kCh> f = lane_taps[(i * FW + j) * kLanes];
 #pragma unroll
           for (int t = 0; t < kTM; ++t)
 #pragma unroll
@@ -176,13 +184,14 @@ __global__ void __launch_bounds__(kLanes * kWarps)
         }
       }
     }
+    // Stores by pointer steps of C: one 64-bit add each instead of an index multiply.
 #pragma unroll
     for (int k = 0; k < kRpw; ++k) {
       if (oh + k >= g.out_h) break;
+      T* o = out + (int64_t(k) * g.out_w + s0) * g.c;
 #pragma unroll
-      for (int t = 0; t < kTM; ++t)
-        if (ow0 + s0 + t < g.out_w)
-          *reinterpret_cast<V*>(out_row + (int64_t(k) * g.out_w + ow0 + s0 + t) * g.c) = L::round(acc[k][t]);
+      for (int t = 0; t < kTM; ++t, o += g.c)
+        if (ow0 + s0 + t < g.out_w) *reinterpret_cast<V*>(o) = L::round(acc[k][t]);
     }
   }
 }
