@@ -127,7 +127,7 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 // multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
 // on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
 // hybrid accumulation, beyond 5x5 or at stride 2; FP16 takes the span-staged kernel ahead of it at 5x5 / 7x7 (3x3 at
-// odd C) where map rows are whole 16-byte chunks and the tensors 16-byte aligned. bfc=small forces it (FP32 too,
+// odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte aligned. bfc=small forces it (FP32 too,
 // unpadded even with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter
 // selection queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
@@ -143,10 +143,13 @@ TEST(DwconvSelect, BfcSmallPlans) {
          {odd5, odd5b, odd5c, same_pad(64, 8, 8, 998, 3, 3), same_pad(64, 32, 32, 250, 3, 3),
           same_pad(8, 17, 34, 7, 3, 5), same_pad(8, 17, 34, 7, 1, 1), same_pad(8, 17, 33, 249, 5, 5)}) {
       const Plan plan = bfc(t, p);
-      const bool span = t == DType::f16 && p.fh == 5 && p.iw * p.c % 8 == 0;
+      const bool span = t == DType::f16 && p.fh == p.fw && (p.fh == 5 || (p.fh == 3 && p.oh() <= 8)) &&
+                        p.iw * p.c % 8 == 0;
       EXPECT_TRUE(plan.kernel == (span ? Kernel::bfc_span : Kernel::bfc_small) && plan.padded_c == 0)
           << name << " " << p.str();
-      if (!span) EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
+      if (!span) {
+        EXPECT_EQ(plan.small_lane_channels, p.c % 2 == 0 ? 2 : 1) << name << " " << p.str();
+      }
     }
     EXPECT_EQ(bfc(t, odd5, BfcAccum::fp32, "", 8).kernel, Kernel::bfc_small) << name;  // span needs 16-byte alignment
     EXPECT_EQ(bfc(t, same_pad(2, 8, 8, 998, 5, 5), BfcAccum::fp32, "", 2).small_lane_channels, 1) << name;
@@ -167,6 +170,9 @@ TEST(DwconvSelect, BfcSmallPlans) {
     EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_tile)
         << name;
     EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 3, 3)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_small)
+        << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 124, 3, 3)).kernel,  // FP16: even C, 64 rows; FP32: aligned
+              t == DType::f16 ? Kernel::bfc_small : Kernel::bfc_tile)
         << name;
     for (const char* text : {"bfc=small", "bfc=small,pad=on"}) {
       const Plan forced = bfc(t, same_pad(64, 64, 64, 249, 7, 7), BfcAccum::fp32, text);
@@ -288,13 +294,19 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "fwd=direct").padded_c, 0);
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::direct_tile);
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 9, 9), "pad=off").kernel, Kernel::direct);
-    // Filters up to 5x5 at such C run unpadded on the tiled direct kernel; pad=on still pads them.
+    // Filters up to 5x5 at such C run unpadded on the tiled direct kernel, and 7x7 in FP32 and on FP16 maps of at
+    // most 16 rows; pad=on still pads them.
     for (DType t : {DType::f16, DType::f32}) {
       const Plan small = plan(op, t, same_pad(1, 17, 34, 249, 5, 5));
       EXPECT_TRUE(small.kernel == Kernel::direct_tile && small.padded_c == 0) << dtype_name(t);
       EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 5, 5), "pad=on").padded_c, 0) << dtype_name(t);
-      EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 0) << dtype_name(t);
+      const Plan short7 = plan(op, t, same_pad(1, 16, 34, 249, 7, 7));
+      EXPECT_TRUE(short7.kernel == Kernel::direct_tile && short7.padded_c == 0) << dtype_name(t);
+      EXPECT_GT(plan(op, t, same_pad(1, 16, 34, 249, 9, 9)).padded_c, 0) << dtype_name(t);
     }
+    const Plan tall7 = plan(op, DType::f32, same_pad(1, 17, 34, 249, 7, 7));
+    EXPECT_TRUE(tall7.kernel == Kernel::direct_tile && tall7.padded_c == 0);
+    EXPECT_GT(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 0);
     // FP16 at C % 8 == 4 (SLaK's 124): the CUDA-core kernel on 4-half lanes, unpadded, if the tensors are 8-byte
     // aligned; at most 2 groups per row.
     const Plan half4 = plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5));

@@ -130,27 +130,32 @@ bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int alig
   return p.c % vector_width(dtype) != 0 && !tile_unpadded;
 }
 
-// FP16 backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C), maps
-// whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged kernel, unpadded, ahead of
-// bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998), one run: 1.42-1.44x bfc_small at 249 and 499 channels
-// 5x5, 1.55-1.70x at 7x7, 1.16-1.17x at 3x3; 1.24x the register-tile kernel at 998 5x5, 1.07x at 124. At an even C
-// bfc_small's two-channel lanes keep 3x3 (the span kernel: 0.84x); at an aligned C the register-tile and tiled
-// kernels stay (0.82-1.10x).
+// FP16 backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C and on
+// maps of at most 8 rows), maps whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged
+// kernel, unpadded, ahead of bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998): at least 1.4x bfc_small at
+// 249 and 499 channels 5x5 and 7x7, at least 1.16x at 3x3, 1.15x at 998 3x3 (8x8); at least 1.24x the register-tile
+// kernel at 998 5x5 and 1.07x at 124. At 124 3x3 (64x64) bfc_small's two-channel lanes stay (the span kernel: 0.94x);
+// at an aligned C the register-tile and tiled kernels stay (0.82-1.10x).
+constexpr int kBfcSpan3x3MaxRows = 8;
 bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
   if (dtype != DType::f16 || accum != BfcAccum::fp32 || p.c % vector_width(dtype) == 0) return false;
-  return bfc_span_supports(p, align) && (p.fh >= 5 || p.c % 2 != 0);
+  return bfc_span_supports(p, align) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
 }
 
-// Small stride-1 forward-style ops at such channel counts run unpadded instead (up to 5x5; FP16 at C % 8 == 4 on
-// the CUDA-core kernel's 4-half lanes, other counts on the tiled direct kernel): at 5x5 a padded plan's copies of
-// the input and the output cost more than the convolution, and these kernels read each map once per block. Larger
-// filters keep the padded fast kernels, whose work grows with the taps while the copies do not. (A tiled direct
-// backward-filter ran 1.4-2.1x slower than the padded register-tile kernel at SLaK's widths; backward-filter's
-// unpadded kernel for small filters is bfc_small, above.)
-constexpr int kDirectTileMaxUnpaddedF = 5;
-bool direct_tile_instead_of_padding(const DwconvParams& p) {
-  return stride1(p) && p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF &&
-         direct_tile_supports(forward_geometry(p)) && direct_tile_supports(backward_data_geometry_stride1(p));
+// Small stride-1 forward-style ops at such channel counts run unpadded instead (FP16 at C % 8 == 4 on the CUDA-core
+// kernel's 4-half lanes, other counts on the tiled direct kernel): a padded plan's copies of the input and the output
+// cost more than the convolution, and these kernels read each map once per block. Up to 5x5 everywhere; up to 7x7 in
+// FP32 (whose padded plans run CUDA-core kernels too: the tiled kernel 1.7-2.7x faster at SLaK-T's 249, 499 and 998
+// channels) and in FP16 on maps of at most 16 rows (1.2x at 499 on 16x16, 2.3x at 998 on 8x8). FP16's padded plans
+// keep larger maps at 7x7 (the tensor-core kernel 1.07x the tiled one at 249 on 32x32) and every larger filter, whose
+// work grows with the taps while the copies do not. (A tiled direct backward-filter ran 1.4-2.1x slower than the
+// padded register-tile kernel at SLaK's widths; backward-filter's unpadded kernels are bfc_small and bfc_span, above.)
+constexpr int kDirectTileMaxUnpaddedF = 5, kDirectTileMaxUnpaddedF16Rows = 16;
+bool direct_tile_instead_of_padding(DType dtype, const DwconvParams& p) {
+  const bool seven = dtype == DType::f32 || p.oh() <= kDirectTileMaxUnpaddedF16Rows;
+  const int max_f = seven ? kDirectTileMaxF : kDirectTileMaxUnpaddedF;
+  return stride1(p) && p.fh <= max_f && p.fw <= max_f && direct_tile_supports(forward_geometry(p)) &&
+         direct_tile_supports(backward_data_geometry_stride1(p));
 }
 
 // FP16 at C % 8 == 4 (SLaK's 124), stride 1, 8-byte aligned tensors: the CUDA-core kernel runs on 4-half lanes, and
@@ -195,7 +200,7 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   const ConvGeometry g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
   if (half4(dtype, p, align) && ring_is_choice(g, o)) return 0;
   if (ring_pairs_unpadded(dtype, p, g, align, o)) return 0;
-  return o.fwd || !direct_tile_instead_of_padding(p) ? cp : 0;
+  return o.fwd || !direct_tile_instead_of_padding(dtype, p) ? cp : 0;
 }
 
 // ---- Overrides --------------------------------------------------------------------------------------------------
