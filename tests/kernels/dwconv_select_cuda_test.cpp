@@ -213,8 +213,10 @@ TEST(DwconvSelectGpu, Fp32Plans) {
   const Plan k7 = fwd(same_pad(1, 17, 34, 72, 7, 7));
   EXPECT_TRUE(k7.kernel == Kernel::fwd_gemv && k7.gemv.tm == 16 && !k7.gemv.prefetch && k7.gemv.whole_filter);
   EXPECT_EQ(fwd(same_pad(1, 17, 8, 72, 7, 7)).gemv.tm, 8);  // narrow map
-  const Plan odd = fwd(same_pad(1, 17, 34, 6, 7, 7));  // C % 4 != 0: the GEMV kernel on 8 padded channels
+  const Plan odd = fwd(same_pad(1, 17, 34, 6, 9, 9));  // C % 4 != 0: the GEMV kernel on 8 padded channels
   EXPECT_TRUE(odd.kernel == Kernel::fwd_gemv && odd.padded_c == 8);
+  const Plan odd7 = fwd(same_pad(1, 17, 34, 6, 7, 7));  // up to 7x7: the tiled direct kernel, unpadded
+  EXPECT_TRUE(odd7.kernel == Kernel::direct_tile && odd7.padded_c == 0);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7, 2)).kernel, Kernel::direct);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7, 2)).padded_c, 0);  // strided: direct, unpadded
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct_tile);  // unaligned: the tiled direct kernel
@@ -342,7 +344,8 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
       EXPECT_GT(select(op, DType::f16, q, BfcAccum::fp32, 2, parse_overrides("", "VAR")).padded_c, 0) << q.str();
       EXPECT_GT(plan(op, DType::f16, q, "ring_mma=taps").padded_c, 0) << q.str();
     }
-    EXPECT_GT(plan(op, DType::f16, same_pad(64, 8, 8, 998, 7, 7)).padded_c, 0);
+    const Plan seven = plan(op, DType::f16, same_pad(64, 8, 8, 998, 7, 7));  // 8 rows: the tiled direct kernel
+    EXPECT_TRUE(seven.kernel == Kernel::direct_tile && seven.padded_c == 0);
     EXPECT_GT(plan(op, DType::f16, same_pad(64, 8, 8, 998, 13, 5)).padded_c, 0);
     EXPECT_EQ(plan(op, DType::f16, same_pad(64, 8, 8, 998, 5, 13), "fwd=ring").padded_c, 0);
   }
