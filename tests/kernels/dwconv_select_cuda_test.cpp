@@ -127,9 +127,9 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 // multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
 // on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
 // hybrid accumulation, beyond 5x5 or at stride 2; FP16 takes the span-staged kernel ahead of it at 5x5 / 7x7 (3x3 at
-// odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte aligned. bfc=small forces it (FP32 too,
-// unpadded even with pad=on) up to 7x7 and is refused with ha or where it cannot run. Host only: backward-filter
-// selection queries no device.
+// odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte aligned.
+// bfc=small forces it (FP32 too, unpadded even with pad=on) up to 7x7 and is refused with ha or where it cannot run.
+// Host only: backward-filter selection queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
   const auto bfc = [](DType t, const DwconvParams& p, BfcAccum accum = BfcAccum::fp32, const char* text = "",
                       int align = 16) {

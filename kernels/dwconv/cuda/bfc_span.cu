@@ -4,8 +4,9 @@
 // multiple of 8 columns).
 //
 // - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kWarps * kTh rows x kTW
-//   columns (kTh = 2; 8 warps, or 4 on maps of at most 8 rows, which are then one tile high); per tile it stages the X window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async
-//   copies of each pixel's channel span (span_staging.cuh), so odd C costs no element loads.
+//   columns (kTh = 2; 8 warps, or 4 on maps of at most 8 rows, which are then one tile high); per tile it stages the X
+//   window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async copies of each pixel's
+//   channel span (span_staging.cuh), so odd C costs no element loads.
 // - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + F - 2: step
 //   k widens X column k of the kTh + F - 1 rows once, dY column k enters a ring of F columns, and tap (i, j) of dY
 //   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
