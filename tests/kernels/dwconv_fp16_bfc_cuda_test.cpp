@@ -318,19 +318,12 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
                         // More tiles than blocks (one slice): chunks of several tiles, stepping over tile columns,
                         // rows and images.
                         same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
-    const DwconvParams p = k.params();
-    ASSERT_TRUE(bfc_span_supports(p, 16)) << p.str();
-    const HalfData d = f16test::make_data(p, seed);
-    const f16test::References ref = f16test::references(p, d);
-    DeviceArray<__half> x(p.x_elems()), dy(p.y_elems());
-    DeviceArray<float> dw(p.w_elems());
-    x.upload(d.x.data()), dy.upload(d.dy.data());
-    dw.poison();
-    launch_dwconv_bfc_span_f16(x.get(), dy.get(), dw.get(), p, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << p.str();
-    const std::vector<float> got_f = dw.download<float>();
-    expect_bfc_f16(std::vector<double>(got_f.begin(), got_f.end()), ref, p, BfcAccum::fp32,
-                   dwconv_bfc_span_path_name(p) + " " + p.str() + " seed=" + std::to_string(seed++));
+    ASSERT_TRUE(bfc_span_supports(k.params(), 16)) << k.params().str();
+    BfcF16Run b(k, seed);
+    const std::vector<double> got = b.run(
+        [&](const __half* x, const __half* dy, float* dw) { launch_dwconv_bfc_span_f16(x, dy, dw, b.p, nullptr); });
+    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32,
+                   dwconv_bfc_span_path_name(b.p) + " " + b.p.str() + " seed=" + std::to_string(seed++));
   }
   const Overrides saved = overrides();
   set_overrides(parse_overrides("bfc=span", "test"));
