@@ -292,15 +292,19 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
 // The tiled direct kernel on both lane widths, launched directly in the forward and backward-data geometries: even
 // C on one and two channels per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps
 // of at most 8 rows (8x8, 5x7, 6x9: 8-row tiles) and taller (17x13, 19x40: 16-row tiles, several row and column
-// tiles), 3x3 to 7x7 filters, an even filter with asymmetric padding and a padding that crops. Two channels per lane
-// must give the same bits as one (the same FMAs in the same order, one rounding per output).
+// tiles), 3x3 to 13x13 filters (13x5 and 5x13
+// strips, 9x9, 11x11 and a 13x13 whose 32-column FP32 tile is narrowed to 16), an even filter with asymmetric padding
+// and a padding that crops. Two channels per lane must give the same bits as one (the same FMAs in the same order, one
+// rounding per output).
 TEST(DwconvFp16Gpu, DirectTileKernelMatchesReference) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 9600;
   for (const Case& k :
        {same(2, 8, 8, 998, 5, 5), same(1, 5, 7, 74, 3, 3), same(2, 17, 13, 74, 5, 5), same(1, 8, 8, 249, 5, 5),
         same(1, 5, 7, 75, 7, 7), same(2, 17, 13, 249, 5, 5), same(1, 19, 40, 998, 3, 3),
-        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5}}) {
+        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5},
+        same(2, 8, 8, 998, 13, 5), same(1, 8, 8, 998, 5, 13), same(1, 17, 13, 249, 9, 9), same(1, 19, 40, 75, 11, 11),
+        same(1, 20, 36, 74, 13, 13), Case{1, 9, 30, 38, 12, 9, 1, 1, 2, 3, 0, 8}}) {
     const DwconvParams p = k.params();
     const HalfData d = f16test::make_data(p, seed++);
     const f16test::References ref = f16test::references(p, d);

@@ -272,7 +272,8 @@ void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string&
 
 // The tiled direct kernel on both lane widths, launched directly in both geometries: even C on one and two channels
 // per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps of at most 8 rows and
-// taller (FP32 tiles are 8 rows either way: several row tiles at 17 and 19), 3x3 to 7x7 filters, an even filter
+// taller (FP32 tiles are 8 rows either way: several row tiles at 17 and 19), 3x3 to 13x13 filters (13x5 and 5x13
+// strips, 9x9, 11x11 and a 13x13 whose 32-column FP32 tile is narrowed to 16), an even filter
 // with asymmetric padding and a padding that crops. Two channels per lane must give the same bits as one (the same
 // FMAs in the same order).
 TEST(DwconvGpu, DirectTileKernelMatchesReference) {
@@ -281,7 +282,9 @@ TEST(DwconvGpu, DirectTileKernelMatchesReference) {
   for (const Case& k :
        {same(2, 8, 8, 998, 5, 5), same(1, 5, 7, 74, 3, 3), same(2, 17, 13, 74, 5, 5), same(1, 8, 8, 249, 5, 5),
         same(1, 5, 7, 75, 7, 7), same(2, 17, 13, 249, 5, 5), same(1, 19, 40, 998, 3, 3),
-        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5}}) {
+        Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5},
+        same(2, 8, 8, 998, 13, 5), same(1, 8, 8, 998, 5, 13), same(1, 17, 13, 249, 9, 9), same(1, 19, 40, 75, 11, 11),
+        same(1, 20, 36, 74, 13, 13), Case{1, 9, 30, 38, 12, 9, 1, 1, 2, 3, 0, 8}}) {
     ForwardStyleOutputs one;  // one channel per lane
     for (int ch = 1; ch <= direct_tile_lane_channels(k.c, false, 16); ++ch) {
       ForwardStyleOutputs got;

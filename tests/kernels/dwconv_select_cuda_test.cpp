@@ -85,6 +85,19 @@ TEST(DwconvSelect, DirectTilePlans) {
   EXPECT_EQ(direct_tile_lane_channels(998, false, 4), 1);
   EXPECT_EQ(direct_tile_lane_channels(998, false, 8), 2);
   EXPECT_EQ(direct_tile_lane_channels(249, true, 16), 1);
+  // Filters of up to 13 rows at widths 1-7, 9, 11, 13; 32-column tiles narrowed where a 13x13 halo would not fit
+  // in a block's shared memory (FP32: 20 x 44 staged pixels of 68 floats and the taps; FP16's 16-row tile fits).
+  const auto geometry = [](int h, int w, int fh, int fw) { return forward_geometry(same_pad(1, h, w, 998, fh, fw)); };
+  EXPECT_TRUE(direct_tile_supports(geometry(8, 8, 13, 5)));
+  EXPECT_TRUE(direct_tile_supports(geometry(8, 8, 5, 13)));
+  EXPECT_TRUE(direct_tile_supports(geometry(8, 8, 12, 9)));
+  EXPECT_FALSE(direct_tile_supports(geometry(8, 8, 9, 8)));
+  EXPECT_FALSE(direct_tile_supports(geometry(16, 16, 15, 5)));
+  EXPECT_FALSE(direct_tile_supports(geometry(8, 8, 5, 15)));
+  EXPECT_EQ(direct_tile_width(geometry(8, 8, 13, 13), false), 8);
+  EXPECT_EQ(direct_tile_width(geometry(64, 64, 7, 7), false), 32);
+  EXPECT_EQ(direct_tile_width(geometry(64, 64, 13, 13), false), 16);
+  EXPECT_EQ(direct_tile_width(geometry(64, 64, 13, 13), true), 32);
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
     const std::string name = op == DwconvOp::forward ? "fwd" : "bdc",
                       flipped = op == DwconvOp::forward ? "" : " flipped";

@@ -8,11 +8,11 @@
 // 16-byte cp.async copies of each pixel's channel span (span_staging.cuh), else by element loads. FP32
 // accumulation, one rounding per output: both lane widths give the same bits per channel. The tile is 8 output rows
 // (one per warp), or 16 (two per warp) for FP16 on maps taller than 8 rows, by 8, 16 or 32 columns, the narrowest
-// that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses).
+// that covers the row (a 32-wide tile on an 8-wide map would stage four times the input it uses), narrowed further
+// where a 13-tap filter's halo would take more shared memory than a block may have.
 #include <cuda_fp16.h>
 
 #include <type_traits>
-#include <utility>
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
@@ -27,6 +27,7 @@ constexpr int kLanes = 32;     // lanes per warp, each on 1 or 2 channels
 constexpr int kWarps = 8;      // warps per block, each on its own output rows
 constexpr int kMaxTileW = 32;  // output columns per block on rows wider than 16
 constexpr int kTM = 8;         // outputs per register window
+constexpr size_t kMaxSmem = 227 * 1024;  // shared memory a block may opt in to on sm_90
 
 // Output rows per warp: two for FP16 on maps of more than 8 rows, so each staged input row read into registers feeds
 // both (FH + 1 window loads for 2 rows instead of 2 FH) and the tile's FH - 1 halo rows are spread over 16 rows
@@ -196,17 +197,6 @@ __global__ void __launch_bounds__(kLanes * kWarps)
   }
 }
 
-// Calls f(std::integral_constant<int, FW>{}) for the run-time width fw, FW in 1 .. kDirectTileMaxF (the caller
-// checks the width first: a width outside is an internal error).
-template <class F>
-void with_filter_width(int fw, F&& f) {
-  bool ran = false;
-  [&]<int... W>(std::integer_sequence<int, W...>) {
-    ((fw == W + 1 ? (f(std::integral_constant<int, W + 1>{}), ran = true) : false), ...);
-  }(std::make_integer_sequence<int, kDirectTileMaxF>{});
-  CNN_CHECK(ran, "dwconv direct_tile: no kernel for filter width ", fw, " (at most ", kDirectTileMaxF, ")");
-}
-
 // Calls f(std::integral_constant<int, V>{}) for the run-time value v, one of Vs (another is an internal error).
 template <int... Vs, class F>
 void with_value(int v, const char* what, F&& f) {
@@ -219,15 +209,15 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
                         cudaStream_t stream) {
   constexpr bool kF16 = std::is_same_v<T, __half>;
   CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1, a filter of at most ", kDirectTileMaxF,
-            "x", kDirectTileMaxF, " and under 2^31 elements per image, got ", g.fh, "x", g.fw, " at stride ",
-            g.stride_h, "x", g.stride_w, " on ", g.in_h, "x", g.in_w, "x", g.c);
+            " rows and 1-7, 9, 11 or 13 columns and under 2^31 elements per image, got ", g.fh, "x", g.fw,
+            " at stride ", g.stride_h, "x", g.stride_w, " on ", g.in_h, "x", g.in_w, "x", g.c);
   const int align = alignment_of({src, w, bias, dst});
   CNN_CHECK(lane_channels == 1 || (lane_channels == 2 && direct_tile_lane_channels(g.c, kF16, align) == 2),
             "dwconv direct_tile: channels per lane must be 1, or 2 at an even C with tensors aligned to 2 elements;",
             " got ", lane_channels, " at C = ", g.c, " and ", align, "-byte alignment");
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
   const int rows = rows_per_warp(kF16, g.out_h);
-  const int tile_h = kWarps * rows, tile_w = direct_tile_width(g.out_w);
+  const int tile_h = kWarps * rows, tile_w = direct_tile_width(g, kF16);
   const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
   const int block_c = kLanes * lane_channels;
   const int64_t blocks = int64_t(g.n) * tiles_h * tiles_w, channel_blocks = (g.c + block_c - 1) / block_c;
@@ -237,7 +227,7 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   const bool span = span::supports(alignment_of({src}), g.in_w, g.c, sizeof(T));
   const auto run = [&](auto ch, auto rpw) {
     constexpr int kCh = decltype(ch)::value;
-    with_filter_width(g.fw, [&](auto fw) {
+    with_value<1, 2, 3, 4, 5, 6, 7, 9, 11, 13>(g.fw, "filter width", [&](auto fw) {
       with_value<kTM, 2 * kTM, kMaxTileW>(tile_w, "tile width", [&](auto tw) {
         with_value<0, 1>(span, "span staging", [&](auto sp) {
           constexpr bool kSpan = decltype(sp)::value == 1;
@@ -261,13 +251,20 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
 
 int direct_tile_height(bool f16, int out_h) { return kWarps * rows_per_warp(f16, out_h); }
 
-int direct_tile_width(int out_w) { return out_w <= kTM ? kTM : out_w <= 2 * kTM ? 2 * kTM : kMaxTileW; }
+int direct_tile_width(const ConvGeometry& g, bool f16) {
+  int w = g.out_w <= kTM ? kTM : g.out_w <= 2 * kTM ? 2 * kTM : kMaxTileW;
+  // The largest staging: two channels per lane, span-staged.
+  const size_t elem = f16 ? sizeof(__half) : sizeof(float), pitch = kLanes * 2 + 16 / elem;
+  while (w > kTM && tile_smem_bytes(g, direct_tile_height(f16, g.out_h), w, elem, 2, int(pitch)) > kMaxSmem) w /= 2;
+  return w;
+}
 
 int direct_tile_lane_channels(int c, bool f16, int align) { return c % 2 == 0 && align >= (f16 ? 4 : 8) ? 2 : 1; }
 
 bool direct_tile_supports(const ConvGeometry& g) {
-  return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && g.fw >= 1 &&
-         g.fw <= kDirectTileMaxF && int64_t(g.in_h) * g.in_w * g.c < (int64_t(1) << 31);
+  const bool width = (g.fw >= 1 && g.fw <= 7) || g.fw == 9 || g.fw == 11 || g.fw == 13;
+  return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && width &&
+         int64_t(g.in_h) * g.in_w * g.c < (int64_t(1) << 31);
 }
 
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,

@@ -114,12 +114,16 @@ void launch_dwconv_direct_f16_forward(const __half* src, const __half* w, const 
 void launch_dwconv_direct_f16_backward_data(const __half* dy, const __half* w, __half* dx, const DwconvParams& p,
                                             bool vec8, cudaStream_t stream);
 
-// ---- Tiled direct kernel (direct_tile.cu): stride-1 forward-style ops at any C and alignment, filters up to
-// kDirectTileMaxF in each direction; the block's input tile in shared memory, FP32 and FP16. `lane_channels`: 1, or
-// 2 adjacent channels per lane (__half2 / float2 loads and stores) where direct_tile_lane_channels allows it.
-constexpr int kDirectTileMaxF = 7;
-bool direct_tile_supports(const ConvGeometry& g);  // stride 1, FH, FW <= kDirectTileMaxF, < 2^31 elements per image
-int direct_tile_width(int out_w);  // output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32)
+// ---- Tiled direct kernel (direct_tile.cu): stride-1 forward-style ops at any C and alignment, filters of up to
+// kDirectTileMaxF rows and widths 1-7, 9, 11 or 13; the block's input tile in shared memory, FP32 and FP16.
+// `lane_channels`: 1, or 2 adjacent channels per lane (__half2 / float2 loads and stores) where
+// direct_tile_lane_channels allows it.
+constexpr int kDirectTileMaxF = 13;
+// Stride 1, FH <= kDirectTileMaxF, a width above, < 2^31 elements per image.
+bool direct_tile_supports(const ConvGeometry& g);
+// Output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32), halved while the tile's shared
+// memory would exceed what a block may have.
+int direct_tile_width(const ConvGeometry& g, bool f16);
 // Output rows per block: 8 (one per warp) for FP32 and for maps of at most 8 rows, else 16 for FP16 (two per warp).
 int direct_tile_height(bool f16, int out_h);
 // 2 where C is even and every tensor is aligned to 2 elements (`align`: alignment_of), else 1.

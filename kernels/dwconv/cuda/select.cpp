@@ -150,10 +150,10 @@ bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align
 // keep larger maps at 7x7 (the tensor-core kernel 1.07x the tiled one at 249 on 32x32) and every larger filter, whose
 // work grows with the taps while the copies do not. (A tiled direct backward-filter ran 1.4-2.1x slower than the
 // padded register-tile kernel at SLaK's widths; backward-filter's unpadded kernels are bfc_small and bfc_span, above.)
-constexpr int kDirectTileMaxUnpaddedF = 5, kDirectTileMaxUnpaddedF16Rows = 16;
+constexpr int kDirectTileMaxUnpaddedF = 5, kDirectTileMaxUnpaddedF7 = 7, kDirectTileMaxUnpaddedF16Rows = 16;
 bool direct_tile_instead_of_padding(DType dtype, const DwconvParams& p) {
   const bool seven = dtype == DType::f32 || p.oh() <= kDirectTileMaxUnpaddedF16Rows;
-  const int max_f = seven ? kDirectTileMaxF : kDirectTileMaxUnpaddedF;
+  const int max_f = seven ? kDirectTileMaxUnpaddedF7 : kDirectTileMaxUnpaddedF;
   return stride1(p) && p.fh <= max_f && p.fw <= max_f && direct_tile_supports(forward_geometry(p)) &&
          direct_tile_supports(backward_data_geometry_stride1(p));
 }
@@ -331,7 +331,7 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
   }
   const Kernel k = *o.fwd;
   check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
-               "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
+               "stride 1, a filter of up to 13 rows and 1-7, 9, 11 or 13 columns and < 2^31 elements per image", p);
   check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible, kernel_name(k),
                "stride 1, C % 4 == 0 and aligned tensors", p);
   check_forced(k != Kernel::fwd_vslide || f32_vslide_wins(g), "fwd_vslide", "a filter up to 3x3", p);
@@ -355,7 +355,7 @@ Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, bool
   }
   const Kernel k = *o.fwd;
   check_forced(k != Kernel::direct_tile || direct_tile_supports(g), "direct_tile",
-               "stride 1, a filter up to 7x7 and < 2^31 elements per image", p);
+               "stride 1, a filter of up to 13 rows and 1-7, 9, 11 or 13 columns and < 2^31 elements per image", p);
   check_forced(k == Kernel::direct || k == Kernel::direct_tile || eligible ||
                    (half4 && (k == Kernel::fwd_cc_f16 || k == Kernel::fwd_tc_ring)) ||
                    (ring_pairs && k == Kernel::fwd_tc_ring),
@@ -560,9 +560,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_span_path_name(p);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x",
-                     direct_tile_width(g.out_w), " lanes=32x", plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ",
-                     p.c % (f16 ? 8 : 4), ")");
+                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", direct_tile_width(g, f16),
+                     " lanes=32x", plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }

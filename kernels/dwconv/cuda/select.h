@@ -17,7 +17,7 @@ namespace cnn::dwconv {
 // filter rotated by 180 degrees).
 enum class Kernel {
   direct,           // any stride, C, alignment; FP32 and FP16 (direct.cuh)
-  direct_tile,      // stride 1, any C and alignment, filters up to 7x7; FP32 and FP16 (direct_tile.cu)
+  direct_tile,      // stride 1, any C and alignment, filters up to 13 rows, widths 1-7, 9, 11, 13 (direct_tile.cu)
   fwd_vslide,       // FP32 row-sliding, filters up to 3x3 (fwd_vslide.cu)
   fwd_tma_cc,       // CUDA-core, input windows fed by the TMA, FW <= 5, sm_90; FP32 and FP16 (fwd_tma_cc.cu)
   fwd_gemv,         // FP32 Flash-DWC GEMV (fwd_gemv.cu)
