@@ -64,8 +64,9 @@ std::vector<float> random_vector(int64_t n, uint32_t seed) {
 // bounded by gamma_L * sum|x*dy| and with overwhelming probability by a small multiple of sqrt(L) * u * sum|x*dy|
 // (Higham, probabilistic bound); 8 leaves a wide margin while any missing or doubled term is ~ sum|x*dy| / L.
 // How check_bfc runs the op: the register-tile kernel directly (with a forced tile), the public entry point
-// (select's plan, padded channels included), or the small-filter kernel directly (with `small`'s forces).
-enum class BfcCall { tile, entry, small };
+// (select's plan, padded channels included), the small-filter kernel directly (with `small`'s forces), or the
+// span-staged kernel directly.
+enum class BfcCall { tile, entry, small, span };
 
 void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int x_offset = 0,
                BfcCall call = BfcCall::tile, const BfcSmallForce& small = {}, int dy_offset = 0) {
@@ -89,6 +90,8 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
     dwconv_backward_filter_cuda(x_ptr, dy_ptr, dw_dev.get(), p, nullptr, scratch.fn());
   else if (call == BfcCall::small)
     launch_dwconv_bfc_small(x_ptr, dy_ptr, dw_dev.get(), p, small, nullptr);
+  else if (call == BfcCall::span)
+    launch_dwconv_bfc_span(x_ptr, dy_ptr, dw_dev.get(), p, nullptr);
   else
     dwconv_backward_filter_cuda_tile(x_ptr, dy_ptr, dw_dev.get(), p, force, nullptr);
   cuda_ok(cudaDeviceSynchronize(), "bfc run");
@@ -108,7 +111,8 @@ void check_bfc(const DwconvParams& p, const BfcForce& force, uint32_t seed, int 
   if (first_bad >= 0) {
     const int64_t e = first_bad, c = e % p.c, j = (e / p.c) % p.fw, i = e / (int64_t(p.c) * p.fw);
     const std::string path =
-        call == BfcCall::entry ? dwconv_path_name(DwconvOp::backward_filter, p)
+        call == BfcCall::entry  ? dwconv_path_name(DwconvOp::backward_filter, p)
+        : call == BfcCall::span ? dwconv_bfc_span_path_name(p, false)
         : call == BfcCall::small
             ? dwconv_bfc_small_path_name(p, false, bfc_small_lane_channels(p.c, false, alignment_of({x_ptr, dy_ptr})),
                                          small)
@@ -213,6 +217,32 @@ TEST(DwconvBfcGpu, SmallKernelMatchesReference) {
     check_bfc(p, BfcForce{}, seed++, 0, BfcCall::small);
     check_bfc(p, BfcForce{}, seed++, 1, BfcCall::small, BfcSmallForce{}, 1);
   }
+}
+
+// The span-staged kernel on FP32 data, launched directly: odd and even C with partial 32-channel slices (249, 75,
+// 998, 124), maps of at most 8 rows and columns and larger ones with partial tiles both ways (17 columns: rows of
+// whole 16-byte chunks at C % 4 == 0 only), 'same' and asymmetric padding, 3x3 to 7x7, chunks of several tiles over
+// tile columns, rows and images; check_bfc's FP32 bound. Through the override (bfc=span) it runs unpadded; rows that
+// are not whole 16-byte chunks and tensors 4-byte aligned are refused.
+TEST(DwconvBfcGpu, SpanKernelMatchesReference) {
+  CNN_REQUIRE_GPU();
+  uint32_t seed = 950;
+  for (const DwconvParams& p :
+       {same(2, 8, 8, 998, 5, 5), same(1, 17, 16, 249, 5, 5), same(3, 16, 24, 75, 3, 3), same(2, 9, 8, 249, 7, 7),
+        same(1, 40, 17, 124, 5, 5), dwconv_shape(2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3),
+        dwconv_shape(1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2), same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
+    ASSERT_TRUE(bfc_span_supports(p, 16, 4)) << p.str();
+    check_bfc(p, BfcForce{}, seed++, 0, BfcCall::span);
+  }
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("bfc=span", "test"));
+  const DwconvParams p = same(2, 16, 16, 499, 5, 5);
+  EXPECT_EQ(dwconv_path_name(DwconvOp::backward_filter, p).rfind("bfc f32 span", 0), 0u)
+      << dwconv_path_name(DwconvOp::backward_filter, p);
+  check_bfc(p, BfcForce{}, seed++, 0, BfcCall::entry);
+  EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, same(1, 8, 7, 249, 5, 5)), Error);
+  set_overrides(saved);
+  EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5), 4, 4));
 }
 
 // Every row tile of the small-filter kernel at both lane widths (where instantiated), chunk counts from one to one

@@ -318,12 +318,12 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
                         // More tiles than blocks (one slice): chunks of several tiles, stepping over tile columns,
                         // rows and images.
                         same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
-    ASSERT_TRUE(bfc_span_supports(k.params(), 16)) << k.params().str();
+    ASSERT_TRUE(bfc_span_supports(k.params(), 16, 2)) << k.params().str();
     BfcF16Run b(k, seed);
     const std::vector<double> got = b.run(
         [&](const __half* x, const __half* dy, float* dw) { launch_dwconv_bfc_span_f16(x, dy, dw, b.p, nullptr); });
     expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32,
-                   dwconv_bfc_span_path_name(b.p) + " " + b.p.str() + " seed=" + std::to_string(seed++));
+                   dwconv_bfc_span_path_name(b.p, true) + " " + b.p.str() + " seed=" + std::to_string(seed++));
   }
   const Overrides saved = overrides();
   set_overrides(parse_overrides("bfc=span", "test"));
@@ -332,7 +332,7 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
     EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, bad.params(), DType::f16, BfcAccum::fp32), cnn::Error)
         << bad.params().str();
   set_overrides(saved);
-  EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5).params(), 8));  // 8-byte aligned tensors
+  EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5).params(), 8, 2));  // 8-byte aligned tensors
 }
 
 // The dispatcher's backward-filter choice. Hybrid accumulation: the register-tile kernel at stride 1 above 9 taps and

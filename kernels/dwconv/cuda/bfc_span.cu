@@ -1,7 +1,7 @@
-// FP16 depthwise backward-filter for square filters up to 7x7 at stride 1 on span-staged tiles (Kernel::bfc_span):
-// dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c], X and dY (N,H,W,C) FP16, dW (FH,FW,C) FP32
-// with FP32 accumulation, at any C whose map rows are whole 16-byte chunks (SLaK's 124, 249, 499, 998 on maps of a
-// multiple of 8 columns).
+// Depthwise backward-filter for square filters up to 7x7 at stride 1 on span-staged tiles (Kernel::bfc_span):
+// dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c], X and dY (N,H,W,C) FP16 or FP32, dW (FH,FW,C)
+// FP32 with FP32 accumulation, at any C whose map rows are whole 16-byte chunks (SLaK's 124, 249, 499, 998 on maps of
+// a multiple of 8 columns, FP16; of 4 columns, FP32).
 //
 // - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kWarps * kTh rows x kTW
 //   columns (kTh = 2; 8 warps, or 4 on maps of at most 8 rows, which are then one tile high); per tile it stages the X
@@ -10,8 +10,9 @@
 // - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + F - 2: step
 //   k widens X column k of the kTh + F - 1 rows once, dY column k enters a ring of F columns, and tap (i, j) of dY
 //   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
-//   unrolled). Each (X column, row) costs one shared load and one conversion for kTh * F FMAs.
-// - The slots' shifts repeat every 8 columns, and tiles start at multiples of 8, so a lane keeps 8 shared addresses
+//   unrolled). Each (X column, row) costs one shared load (and for FP16 one conversion) for kTh * F FMAs.
+// - The slots' shifts repeat every 8 columns (FP16; every 4 for FP32), and tiles start at multiples of 8, so a lane
+// keeps 8 shared addresses
 //   per tensor (one per column mod 8) for all its tiles, and every load is an address register plus an immediate.
 // - FP32 sums per (tap, lane) in registers over the block's tiles, then shared-memory adds across warps and one global
 //   atomicAdd per (tap, channel) per block into dW, zeroed by the launcher. Blocks: slices x chunks, about one wave.
@@ -22,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
@@ -31,11 +33,13 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kLanes = 32;
-constexpr int kPitch = span::kPitch<__half, kLanes>;  // halves per staged pixel
+template <class T>
+constexpr int kPitch = span::kPitch<T, kLanes>;  // elements per staged pixel
 
+template <class T>
 struct SpanArgs {
-  const __half* x;
-  const __half* dy;
+  const T* x;
+  const T* dy;
   float* dw;
   int64_t x_elems, dy_elems;
   int n, ih, iw, c, oh, ow, pt, pl;
@@ -43,36 +47,46 @@ struct SpanArgs {
   int slices, z;         // blocks: slice fastest, then chunk of tiles
 };
 
-template <int F, int kTh, int kTW, int kWarps>
+template <class T, int F, int kTh, int kTW, int kWarps>
 struct SpanTile {
   static constexpr int kThreads = kLanes * kWarps;
   static constexpr int kRows = kWarps * kTh;    // dY rows per tile
   static constexpr int kXRows = kRows + F - 1;  // X window
   static constexpr int kXCols = kTW + F - 1;
-  static constexpr int kXHalves = kXRows * kXCols * kPitch;
+  static constexpr int kXElems = kXRows * kXCols * kPitch<T>;
 };
 
 // 8 shared addresses, one per column mod 8, of a lane's channel in a slot row whose column 0 is input column x0.
-__device__ __forceinline__ void column_addresses(uint32_t (&a)[8], const __half* row, int x0, int c, int lane) {
+template <class T>
+__device__ __forceinline__ void column_addresses(uint32_t (&a)[8], const T* row, int x0, int c, int lane) {
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(row + lane));
 #pragma unroll
-  for (int m = 0; m < 8; ++m) a[m] = base + 2 * (m * kPitch + span::shift<__half>(x0 + m, c));
+  for (int m = 0; m < 8; ++m) a[m] = base + sizeof(T) * (m * kPitch<T> + span::shift<T>(x0 + m, c));
 }
 
-__device__ __forceinline__ float lds_half(uint32_t addr) {
-  unsigned short v;
-  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
-  return __half2float(__ushort_as_half(v));
+// One element at a shared address, as FP32.
+template <class T>
+__device__ __forceinline__ float lds(uint32_t addr) {
+  if constexpr (std::is_same_v<T, __half>) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+    return __half2float(__ushort_as_half(v));
+  } else {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+    return v;
+  }
 }
 
 // Blocks per SM in the bounds: a register budget of 128 per thread.
-template <int F, int kTh, int kTW, int kWarps>
-__global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(const SpanArgs a) {
-  using S = SpanTile<F, kTh, kTW, kWarps>;
+template <class T, int F, int kTh, int kTW, int kWarps>
+__global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(const SpanArgs<T> a) {
+  using S = SpanTile<T, F, kTh, kTW, kWarps>;
   constexpr int kThreads = S::kThreads;
-  extern __shared__ __align__(16) __half smem[];
-  __half* xs = smem;
-  __half* ds = smem + S::kXHalves;
+  constexpr int kP = kPitch<T>;
+  extern __shared__ __align__(16) unsigned char smem_bytes_[];
+  T* xs = reinterpret_cast<T*>(smem_bytes_);
+  T* ds = xs + S::kXElems;
   const int slice = blockIdx.x % a.slices, chunk = blockIdx.x / a.slices;
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   const int c0 = slice * kLanes;
@@ -87,17 +101,17 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
   // Tiles start at multiples of kTW (8 or 16) columns, so a column's shift is the same in every tile: the addresses
   // are the tile loop's constants.
   uint32_t xa[8], da[8];
-  column_addresses(xa, xs + warp * kTh * S::kXCols * kPitch, -a.pl, a.c, lane);
-  column_addresses(da, ds + warp * kTh * kTW * kPitch, 0, a.c, lane);
+  column_addresses(xa, xs + warp * kTh * S::kXCols * kP, -a.pl, a.c, lane);
+  column_addresses(da, ds + warp * kTh * kTW * kP, 0, a.c, lane);
   // The tile's image and position, stepped from the chunk's first tile (no division per tile).
   int n = t_begin / per_img, tile_r = t_begin % per_img / a.tiles_w, tile_c = t_begin % a.tiles_w;
   for (int t = t_begin; t < t_end; ++t) {
     const int oh0 = tile_r * S::kRows, ow0 = tile_c * kTW;
     __syncthreads();  // the previous tile's reads are done
-    span::stage<__half, kLanes, S::kXCols>(xs, a.x, a.x_elems, n, a.ih, a.iw, a.c, oh0 - a.pt, ow0 - a.pl, S::kXRows,
-                                           c0, threadIdx.x, kThreads);
-    span::stage<__half, kLanes, kTW>(ds, a.dy, a.dy_elems, n, a.oh, a.ow, a.c, oh0, ow0, S::kRows, c0, threadIdx.x,
-                                     kThreads);
+    span::stage<T, kLanes, S::kXCols>(xs, a.x, a.x_elems, n, a.ih, a.iw, a.c, oh0 - a.pt, ow0 - a.pl, S::kXRows, c0,
+                                      threadIdx.x, kThreads);
+    span::stage<T, kLanes, kTW>(ds, a.dy, a.dy_elems, n, a.oh, a.ow, a.c, oh0, ow0, S::kRows, c0, threadIdx.x,
+                                kThreads);
     cuda::cp_async_commit();
     cuda::cp_async_wait<0>();
     __syncthreads();
@@ -106,10 +120,10 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
     for (int k = 0; k < S::kXCols; ++k) {
       float xv[kTh + F - 1];
 #pragma unroll
-      for (int r = 0; r < kTh + F - 1; ++r) xv[r] = lds_half(xa[k % 8] + 2 * (r * S::kXCols + k / 8 * 8) * kPitch);
+      for (int r = 0; r < kTh + F - 1; ++r) xv[r] = lds<T>(xa[k % 8] + sizeof(T) * (r * S::kXCols + k / 8 * 8) * kP);
       if (k < kTW) {
 #pragma unroll
-        for (int r = 0; r < kTh; ++r) ring[r][k % F] = lds_half(da[k % 8] + 2 * (r * kTW + k / 8 * 8) * kPitch);
+        for (int r = 0; r < kTh; ++r) ring[r][k % F] = lds<T>(da[k % 8] + sizeof(T) * (r * kTW + k / 8 * 8) * kP);
       }
 #pragma unroll
       for (int r = 0; r < kTh; ++r)
@@ -127,7 +141,7 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
   }
   // Block sums: shared-memory adds across the warps, then one global add per (tap, channel).
   __syncthreads();
-  float* red = reinterpret_cast<float*>(smem);
+  float* red = reinterpret_cast<float*>(smem_bytes_);
   for (int e = threadIdx.x; e < F * F * kLanes; e += kThreads) red[e] = 0.f;
   __syncthreads();
 #pragma unroll
@@ -141,37 +155,41 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
   }
 }
 
-using KernelFn = void (*)(SpanArgs);
+template <class T>
+using KernelFn = void (*)(SpanArgs<T>);
 
-template <int F>
-KernelFn kernel_for_filter(int warps, int tw) {
-  if (warps == 4) return tw == 8 ? &bfc_span_kernel<F, 2, 8, 4> : &bfc_span_kernel<F, 2, 16, 4>;
-  return tw == 8 ? &bfc_span_kernel<F, 2, 8, 8> : &bfc_span_kernel<F, 2, 16, 8>;
+template <class T, int F>
+KernelFn<T> kernel_for_filter(int warps, int tw) {
+  if (warps == 4) return tw == 8 ? &bfc_span_kernel<T, F, 2, 8, 4> : &bfc_span_kernel<T, F, 2, 16, 4>;
+  return tw == 8 ? &bfc_span_kernel<T, F, 2, 8, 8> : &bfc_span_kernel<T, F, 2, 16, 8>;
 }
 
 // The block tile: two dY rows per warp, 8 warps on maps taller than 8 rows, else 4 (8 rows: a map of 8 rows is one
 // tile, and each warp's X rows serve two dY rows); 16 columns on maps wider than 8, else 8.
+template <class T>
 struct SpanPlan {
   int th = 2, warps = 8, tw = 8, smem = 0, blocks_per_sm = 1;
-  SpanArgs args{};  // without pointers
-  KernelFn kernel = nullptr;
+  SpanArgs<T> args{};  // without pointers
+  KernelFn<T> kernel = nullptr;
   int rows() const { return warps * th; }
   int64_t blocks() const { return int64_t(args.slices) * args.z; }
 };
 
+template <class T>
 int smem_bytes(int f, int rows, int tw) {
-  return ((rows + f - 1) * (tw + f - 1) + rows * tw) * kPitch * 2;
+  return ((rows + f - 1) * (tw + f - 1) + rows * tw) * kPitch<T> * int(sizeof(T));
 }
 
-SpanPlan make_plan(const DwconvParams& p) {
-  SpanPlan s;
+template <class T>
+SpanPlan<T> make_plan(const DwconvParams& p) {
+  SpanPlan<T> s;
   s.warps = p.oh() > 8 ? 8 : 4;
   s.tw = p.ow() > 8 ? 16 : 8;
-  s.kernel = p.fh == 3 ? kernel_for_filter<3>(s.warps, s.tw)
-             : p.fh == 5 ? kernel_for_filter<5>(s.warps, s.tw)
-                         : kernel_for_filter<7>(s.warps, s.tw);
-  s.smem = smem_bytes(p.fh, s.rows(), s.tw);
-  SpanArgs& a = s.args;
+  s.kernel = p.fh == 3   ? kernel_for_filter<T, 3>(s.warps, s.tw)
+             : p.fh == 5 ? kernel_for_filter<T, 5>(s.warps, s.tw)
+                         : kernel_for_filter<T, 7>(s.warps, s.tw);
+  s.smem = smem_bytes<T>(p.fh, s.rows(), s.tw);
+  SpanArgs<T>& a = s.args;
   a.x_elems = p.x_elems(), a.dy_elems = p.y_elems();
   a.n = p.n, a.ih = p.ih, a.iw = p.iw, a.c = p.c, a.oh = p.oh(), a.ow = p.ow(), a.pt = p.pad_top, a.pl = p.pad_left;
   a.tiles_h = (a.oh + s.rows() - 1) / s.rows();
@@ -192,44 +210,57 @@ SpanPlan make_plan(const DwconvParams& p) {
   return s;
 }
 
-const SpanPlan& cached_plan(const DwconvParams& p) {
+template <class T>
+const SpanPlan<T>& cached_plan(const DwconvParams& p) {
   static std::mutex mu;
-  static std::map<DeviceShapeKey, SpanPlan> cache;
+  static std::map<DeviceShapeKey, SpanPlan<T>> cache;
   const DeviceShapeKey key = device_shape_key(p);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_plan(p)).first;
+  if (it == cache.end()) it = cache.emplace(key, make_plan<T>(p)).first;
   return it->second;
+}
+
+template <class T>
+void launch_span(const T* x, const T* dy, float* dw, const DwconvParams& p, const char* name, cudaStream_t stream) {
+  p.validate(name);
+  check_pointers(name, x, "x", dy, "dy", dw, "dw");
+  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy}), sizeof(T)), name, ": expected stride 1, a 3x3, 5x5 or 7x7 ",
+            "filter, map rows of whole 16-byte chunks (W * C % ", 16 / sizeof(T),
+            " == 0) and 16-byte aligned x and dy, got ", p.str());
+  const SpanPlan<T>& s = cached_plan<T>(p);
+  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
+  if (s.blocks() == 0 || p.x_elems() == 0) return;
+  SpanArgs<T> a = s.args;
+  a.x = x, a.dy = dy, a.dw = dw;
+  s.kernel<<<static_cast<unsigned>(s.blocks()), kLanes * s.warps, s.smem, stream>>>(a);
+  CNN_CHECK_LAUNCH("bfc_span_kernel");
 }
 
 }  // namespace
 
-bool bfc_span_supports(const DwconvParams& p, int align) {
+bool bfc_span_supports(const DwconvParams& p, int align, int elem_bytes) {
   return p.stride_h == 1 && p.stride_w == 1 && p.fh == p.fw && (p.fh == 3 || p.fh == 5 || p.fh == 7) &&
-         span::supports(align, p.iw, p.c, 2) && span::supports(align, p.ow(), p.c, 2) &&
+         span::supports(align, p.iw, p.c, elem_bytes) && span::supports(align, p.ow(), p.c, elem_bytes) &&
          int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31) && int64_t(p.oh()) * p.ow() * p.c < (int64_t(1) << 31);
 }
 
-std::string dwconv_bfc_span_path_name(const DwconvParams& p) {
-  const SpanPlan& s = cached_plan(p);
-  return str_cat("bfc f16 span (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=", s.rows(), "x", s.tw,
-                 " slices=", s.args.slices, "x32ch Z=", s.args.z, " blocks=", s.blocks(), "x", s.warps, "w (",
-                 s.blocks_per_sm, "/SM)");
+std::string dwconv_bfc_span_path_name(const DwconvParams& p, bool f16) {
+  const auto name = [&](const auto& s) {
+    return str_cat("bfc ", f16 ? "f16" : "f32", " span (fp32 accumulation) F=", p.fh, "x", p.fw, " tile=", s.rows(),
+                   "x", s.tw, " slices=", s.args.slices, "x32ch Z=", s.args.z, " blocks=", s.blocks(), "x", s.warps,
+                   "w (", s.blocks_per_sm, "/SM)");
+  };
+  return f16 ? name(cached_plan<__half>(p)) : name(cached_plan<float>(p));
+}
+
+void launch_dwconv_bfc_span(const float* x, const float* dy, float* dw, const DwconvParams& p, cudaStream_t stream) {
+  launch_span(x, dy, dw, p, "launch_dwconv_bfc_span", stream);
 }
 
 void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,
                                 cudaStream_t stream) {
-  p.validate("launch_dwconv_bfc_span_f16");
-  check_pointers("launch_dwconv_bfc_span_f16", x, "x", dy, "dy", dw, "dw");
-  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy})), "dwconv bfc_span: expected stride 1, a 3x3, 5x5 or 7x7 ",
-            "filter, map rows of whole 16-byte chunks (W * C % 8 == 0) and 16-byte aligned x and dy, got ", p.str());
-  const SpanPlan& s = cached_plan(p);
-  CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
-  if (s.blocks() == 0 || p.x_elems() == 0) return;
-  SpanArgs a = s.args;
-  a.x = x, a.dy = dy, a.dw = dw;
-  s.kernel<<<static_cast<unsigned>(s.blocks()), kLanes * s.warps, s.smem, stream>>>(a);
-  CNN_CHECK_LAUNCH("bfc_span_kernel");
+  launch_span(x, dy, dw, p, "launch_dwconv_bfc_span_f16", stream);
 }
 
 }  // namespace cnn::dwconv

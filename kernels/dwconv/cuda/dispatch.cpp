@@ -62,6 +62,8 @@ void run_backward_filter(const float* x, const float* dy, float* dw, const Dwcon
   switch (plan.kernel) {
     case Kernel::bfc_tile: return dwconv_backward_filter_cuda_tile(x, dy, dw, p, plan.bfc, stream);
     case Kernel::bfc_small: return launch_dwconv_bfc_small(x, dy, dw, p, BfcSmallForce{}, stream);
+    case Kernel::bfc_span:
+      return launch_dwconv_bfc_span(x, dy, dw, p, stream);
     default: not_for(plan, "an FP32 backward-filter kernel");
   }
 }

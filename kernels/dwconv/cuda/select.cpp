@@ -139,7 +139,7 @@ bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int alig
 constexpr int kBfcSpan3x3MaxRows = 8;
 bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
   if (dtype != DType::f16 || accum != BfcAccum::fp32 || p.c % vector_width(dtype) == 0) return false;
-  return bfc_span_supports(p, align) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
+  return bfc_span_supports(p, align, 2) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
 }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (FP16 at C % 8 == 4 on the CUDA-core
@@ -418,8 +418,10 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
   const bool forced_span = o.bfc == Kernel::bfc_span;
   if (forced_span) {
-    check_forced(f16 && bfc_span_supports(p, align), "bfc_span",
-                 "FP16, stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors", p);
+    check_forced(bfc_span_supports(p, align, f16 ? 2 : 4), "bfc_span",
+                 f16 ? "stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors"
+                     : "stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 4 == 0 and 16-byte aligned tensors",
+                 p);
     CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_span: needs fp32 accumulation, got ha for ",
               p.str());
   }
@@ -557,7 +559,7 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
     case Kernel::bfc_small:
       return dwconv_bfc_small_path_name(p, f16, plan.small_lane_channels, BfcSmallForce{});
     case Kernel::bfc_span:
-      return dwconv_bfc_span_path_name(p);
+      return dwconv_bfc_span_path_name(p, f16);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
                      " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", direct_tile_width(g, f16),

@@ -36,7 +36,7 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 // "key=value,key=value,...", read from the environment variable CNN_DWCONV or from dwconv-bench --kernel:
 //   fwd=direct|tile|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
 //                                           direct|tile|vslide|tma|gemv, FP16 direct|tile|tma|cc|ring|tc
-//   bfc=tile|strip|rowwarp|small|span       the backward-filter kernel (FP32 takes tile|small; small and span
+//   bfc=tile|strip|rowwarp|small|span       the backward-filter kernel (FP32 takes tile|small|span; small and span
 //                                           need fp32 accumulation, not ha)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
