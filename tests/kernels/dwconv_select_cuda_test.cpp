@@ -139,8 +139,9 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 // The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a
 // multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
 // on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
-// hybrid accumulation, beyond 5x5 or at stride 2; FP16 takes the span-staged kernel ahead of it at 5x5 / 7x7 (3x3 at
-// odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte aligned.
+// hybrid accumulation, beyond 5x5 or at stride 2; the span-staged kernel runs ahead of it (FP16 and FP32) at 5x5 /
+// 7x7 (3x3 at odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte
+// aligned.
 // bfc=small forces it (FP32 too, unpadded even with pad=on) up to 7x7 and is refused with ha or where it cannot run.
 // Host only: backward-filter selection queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
@@ -156,8 +157,8 @@ TEST(DwconvSelect, BfcSmallPlans) {
          {odd5, odd5b, odd5c, same_pad(64, 8, 8, 998, 3, 3), same_pad(64, 32, 32, 250, 3, 3),
           same_pad(8, 17, 34, 7, 3, 5), same_pad(8, 17, 34, 7, 1, 1), same_pad(8, 17, 33, 249, 5, 5)}) {
       const Plan plan = bfc(t, p);
-      const bool span = t == DType::f16 && p.fh == p.fw && (p.fh == 5 || (p.fh == 3 && p.oh() <= 8)) &&
-                        p.iw * p.c % 8 == 0;
+      const bool span =
+          p.fh == p.fw && (p.fh == 5 || (p.fh == 3 && p.oh() <= 8)) && p.iw * p.c % (t == DType::f16 ? 8 : 4) == 0;
       EXPECT_TRUE(plan.kernel == (span ? Kernel::bfc_span : Kernel::bfc_small) && plan.padded_c == 0)
           << name << " " << p.str();
       if (!span) {
@@ -172,7 +173,7 @@ TEST(DwconvSelect, BfcSmallPlans) {
         EXPECT_TRUE(plan.kernel == Kernel::bfc_span && plan.padded_c == 0) << p.str();
         EXPECT_EQ(bfc(t, p, BfcAccum::fp32, "", 8).kernel, Kernel::bfc_tile) << p.str();  // narrow copies, unpadded
       } else {
-        EXPECT_EQ(plan.kernel, p.c % 4 == 0 ? Kernel::bfc_tile : Kernel::bfc_small) << p.str();
+        EXPECT_EQ(plan.kernel, p.c % 4 == 0 ? Kernel::bfc_tile : Kernel::bfc_span) << p.str();
       }
     }
     EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 128, 7, 7)).kernel, Kernel::bfc_tile) << name;
@@ -180,10 +181,8 @@ TEST(DwconvSelect, BfcSmallPlans) {
                                   same_pad(64, 8, 8, 1000, 3, 3)})  // vector C, large and small maps
       EXPECT_NE(bfc(t, p).kernel, Kernel::bfc_small) << name << " " << p.str();
     EXPECT_NE(bfc(t, same_pad(64, 32, 32, 249, 5, 5, 2)).kernel, Kernel::bfc_small) << name;
-    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_tile)
-        << name;
-    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 3, 3)).kernel, t == DType::f16 ? Kernel::bfc_span : Kernel::bfc_small)
-        << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 7, 7)).kernel, Kernel::bfc_span) << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 32, 32, 249, 3, 3)).kernel, Kernel::bfc_span) << name;
     EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 124, 3, 3)).kernel,  // FP16: even C, 64 rows; FP32: aligned
               t == DType::f16 ? Kernel::bfc_small : Kernel::bfc_tile)
         << name;
@@ -202,7 +201,9 @@ TEST(DwconvSelect, BfcSmallPlans) {
       cnn::test::error_of([&] { bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha, "bfc=small"); });
   EXPECT_NE(error.find("bfc_small: needs fp32 accumulation"), std::string::npos) << error;
   EXPECT_THROW(bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::ha, "bfc=span"), cnn::Error);
-  EXPECT_THROW(bfc(DType::f32, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::fp32, "bfc=span"), cnn::Error);
+  EXPECT_THROW(bfc(DType::f32, same_pad(64, 33, 33, 249, 5, 5), BfcAccum::fp32, "bfc=span"), cnn::Error);  // W * C % 4
+  const Plan forced_span32 = bfc(DType::f32, same_pad(64, 64, 64, 124, 5, 5), BfcAccum::fp32, "bfc=span");
+  EXPECT_TRUE(forced_span32.kernel == Kernel::bfc_span && forced_span32.padded_c == 0);
   EXPECT_THROW(bfc(DType::f16, same_pad(64, 32, 32, 249, 5, 5), BfcAccum::fp32, "bfc=span", 8), cnn::Error);
   const Plan forced_span = bfc(DType::f16, same_pad(64, 32, 32, 256, 5, 5), BfcAccum::fp32, "bfc=span,pad=on");
   EXPECT_TRUE(forced_span.kernel == Kernel::bfc_span && forced_span.padded_c == 0);
@@ -226,14 +227,17 @@ TEST(DwconvSelectGpu, Fp32Plans) {
   const Plan k7 = fwd(same_pad(1, 17, 34, 72, 7, 7));
   EXPECT_TRUE(k7.kernel == Kernel::fwd_gemv && k7.gemv.tm == 16 && !k7.gemv.prefetch && k7.gemv.whole_filter);
   EXPECT_EQ(fwd(same_pad(1, 17, 8, 72, 7, 7)).gemv.tm, 8);  // narrow map
-  const Plan odd = fwd(same_pad(1, 17, 34, 6, 9, 9));  // C % 4 != 0: the GEMV kernel on 8 padded channels
+  const Plan odd = fwd(same_pad(1, 17, 34, 6, 11, 11));     // C % 4 != 0: the GEMV kernel on 8 padded channels
   EXPECT_TRUE(odd.kernel == Kernel::fwd_gemv && odd.padded_c == 8);
+  const Plan odd9 = fwd(same_pad(1, 17, 34, 6, 9, 9));  // up to 81 taps: the tiled direct kernel, unpadded
+  EXPECT_TRUE(odd9.kernel == Kernel::direct_tile && odd9.padded_c == 0);
   const Plan odd7 = fwd(same_pad(1, 17, 34, 6, 7, 7));  // up to 7x7: the tiled direct kernel, unpadded
   EXPECT_TRUE(odd7.kernel == Kernel::direct_tile && odd7.padded_c == 0);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7, 2)).kernel, Kernel::direct);
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 6, 7, 7, 2)).padded_c, 0);  // strided: direct, unpadded
   EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 7, 7), 8).kernel, Kernel::direct_tile);  // unaligned: the tiled direct kernel
-  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 9, 9), 8).kernel, Kernel::direct);       // beyond its 7x7
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 13, 13), 8).kernel, Kernel::direct_tile);
+  EXPECT_EQ(fwd(same_pad(1, 17, 34, 72, 15, 15), 8).kernel, Kernel::direct);  // beyond its 13 rows
   const Plan bfc = select(DwconvOp::backward_filter, DType::f32, same_pad(1, 17, 34, 6, 7, 7), BfcAccum::fp32, 4, none);
   EXPECT_TRUE(bfc.kernel == Kernel::bfc_tile && bfc.padded_c == 8);
 }
@@ -308,24 +312,33 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7, 2)).padded_c, 0);
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "fwd=direct").padded_c, 0);
     EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7), "pad=off").kernel, Kernel::direct_tile);
-    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 9, 9), "pad=off").kernel, Kernel::direct);
-    // Filters up to 5x5 at such C run unpadded on the tiled direct kernel, and 7x7 in FP32 and on FP16 maps of at
-    // most 16 rows; pad=on still pads them.
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 9, 9), "pad=off").kernel, Kernel::direct_tile);
+    EXPECT_EQ(plan(op, DType::f16, same_pad(1, 17, 34, 249, 15, 15), "pad=off").kernel, Kernel::direct);
+    // Filters up to 5x5 at such C run unpadded on the tiled direct kernel, and up to 81 taps in FP32 and on FP16
+    // maps of at most 16 rows; pad=on still pads them.
     for (DType t : {DType::f16, DType::f32}) {
       const Plan small = plan(op, t, same_pad(1, 17, 34, 249, 5, 5));
       EXPECT_TRUE(small.kernel == Kernel::direct_tile && small.padded_c == 0) << dtype_name(t);
       EXPECT_GT(plan(op, t, same_pad(1, 17, 34, 249, 5, 5), "pad=on").padded_c, 0) << dtype_name(t);
       const Plan short7 = plan(op, t, same_pad(1, 16, 34, 249, 7, 7));
       EXPECT_TRUE(short7.kernel == Kernel::direct_tile && short7.padded_c == 0) << dtype_name(t);
-      EXPECT_GT(plan(op, t, same_pad(1, 16, 34, 249, 9, 9)).padded_c, 0) << dtype_name(t);
+      for (const DwconvParams& q : {same_pad(1, 16, 34, 249, 9, 9), same_pad(1, 16, 34, 249, 13, 5)}) {
+        const Plan larger = plan(op, t, q);
+        EXPECT_TRUE(larger.kernel == Kernel::direct_tile && larger.padded_c == 0) << dtype_name(t) << " " << q.str();
+      }
+      EXPECT_GT(plan(op, t, same_pad(1, 16, 34, 249, 11, 11)).padded_c, 0) << dtype_name(t);
     }
+    EXPECT_TRUE(plan(op, DType::f32, same_pad(1, 17, 34, 249, 13, 5)).kernel == Kernel::direct_tile);
+    EXPECT_GT(plan(op, DType::f16, same_pad(1, 17, 34, 249, 13, 5)).padded_c, 0);
     const Plan tall7 = plan(op, DType::f32, same_pad(1, 17, 34, 249, 7, 7));
     EXPECT_TRUE(tall7.kernel == Kernel::direct_tile && tall7.padded_c == 0);
     EXPECT_GT(plan(op, DType::f16, same_pad(1, 17, 34, 249, 7, 7)).padded_c, 0);
-    // FP16 at C % 8 == 4 (SLaK's 124): the CUDA-core kernel on 4-half lanes, unpadded, if the tensors are 8-byte
-    // aligned; at most 2 groups per row.
+    // FP16 at C % 8 == 4 (SLaK's 124): from 5x5 up the CUDA-core kernel on 4-half lanes, unpadded, if the tensors
+    // are 8-byte aligned; at most 2 groups per row. At 3x3 the tiled direct kernel.
     const Plan half4 = plan(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5));
     EXPECT_TRUE(half4.kernel == Kernel::fwd_cc_f16 && half4.padded_c == 0 && half4.cc_groups == 2);
+    const Plan half4_3x3 = plan(op, DType::f16, same_pad(1, 17, 34, 124, 3, 3));
+    EXPECT_TRUE(half4_3x3.kernel == Kernel::direct_tile && half4_3x3.padded_c == 0);
     EXPECT_EQ(select(op, DType::f16, same_pad(1, 17, 34, 124, 5, 5), BfcAccum::fp32, 4, parse_overrides("", "VAR"))
                   .kernel,
               Kernel::direct_tile);
@@ -344,10 +357,10 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
     const Plan forced = plan(op, DType::f16, same_pad(1, 17, 16, 124, 51, 5), "fwd=ring");
     EXPECT_TRUE(forced.kernel == Kernel::fwd_tc_ring && forced.padded_c == 0);
     // FP16 at C % 4 == 2 (SLaK's 998): the ring kernel unpadded where it is the aligned choice on the channel-pairs
-    // policy (FW >= 9 in its view: 5x13, 9x9, tall strips on wide rows), with 4-byte aligned tensors; padded with
-    // 2-byte aligned ones, on the 8-tap policy (7x7, or forced) and where the register kernel is the choice (13x5 on
-    // 8-row maps).
-    for (const DwconvParams& q : {same_pad(64, 8, 8, 998, 5, 13), same_pad(64, 8, 8, 998, 9, 9),
+    // policy (FW >= 9 in its view: 5x13, 9x9, tall strips on wide rows), with 4-byte aligned tensors, and the tiled
+    // direct kernel does not run instead (maps of more than 16 rows); padded with 2-byte aligned ones and on the
+    // 8-tap policy (forced). On maps of at most 16 rows the tiled direct kernel, unpadded, from 7x7 to 81 taps.
+    for (const DwconvParams& q : {same_pad(8, 32, 32, 998, 5, 13), same_pad(8, 32, 32, 998, 9, 9),
                                   same_pad(1, 17, 34, 30, 51, 5), same_pad(1, 17, 34, 14, 5, 51)}) {
       for (int align : {16, 4}) {
         const Plan ring = select(op, DType::f16, q, BfcAccum::fp32, align, parse_overrides("", "VAR"));
@@ -357,9 +370,11 @@ TEST(DwconvSelectGpu, OddChannelsRunPaddedPlans) {
       EXPECT_GT(select(op, DType::f16, q, BfcAccum::fp32, 2, parse_overrides("", "VAR")).padded_c, 0) << q.str();
       EXPECT_GT(plan(op, DType::f16, q, "ring_mma=taps").padded_c, 0) << q.str();
     }
-    const Plan seven = plan(op, DType::f16, same_pad(64, 8, 8, 998, 7, 7));  // 8 rows: the tiled direct kernel
-    EXPECT_TRUE(seven.kernel == Kernel::direct_tile && seven.padded_c == 0);
-    EXPECT_GT(plan(op, DType::f16, same_pad(64, 8, 8, 998, 13, 5)).padded_c, 0);
+    for (const DwconvParams& q : {same_pad(64, 8, 8, 998, 7, 7), same_pad(64, 8, 8, 998, 13, 5),
+                                  same_pad(64, 8, 8, 998, 5, 13), same_pad(64, 8, 8, 998, 9, 9)}) {
+      const Plan tile = plan(op, DType::f16, q);
+      EXPECT_TRUE(tile.kernel == Kernel::direct_tile && tile.padded_c == 0) << q.str();
+    }
     EXPECT_EQ(plan(op, DType::f16, same_pad(64, 8, 8, 998, 5, 13), "fwd=ring").padded_c, 0);
   }
   // FP16 backward-filter with hybrid accumulation where the tile kernel is the choice: unpadded at an even C (8- or
@@ -404,7 +419,8 @@ TEST(DwconvSelectGpu, ForcedKernelsAreCheckedAgainstTheShape) {
   EXPECT_EQ(forced("fwd=ring", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::fwd_tc_ring);
   EXPECT_EQ(forced("fwd=direct", DType::f32, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct);
   EXPECT_EQ(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3)).kernel, Kernel::direct_tile);
-  EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 9, 9)), cnn::Error);
+  EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 15, 15)), cnn::Error);
+  EXPECT_THROW(forced("fwd=tile", DType::f32, same_pad(1, 17, 34, 72, 9, 8)), cnn::Error);
   EXPECT_THROW(forced("fwd=tile", DType::f16, same_pad(1, 17, 34, 72, 3, 3, 2)), cnn::Error);
   EXPECT_THROW(forced("fwd=vslide", DType::f32, same_pad(1, 17, 34, 72, 5, 5)), cnn::Error);
   EXPECT_THROW(forced("fwd=gemv", DType::f32, same_pad(1, 17, 34, 72, 5, 5, 2)), cnn::Error);

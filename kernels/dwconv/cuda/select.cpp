@@ -130,31 +130,36 @@ bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int alig
   return p.c % vector_width(dtype) != 0 && !tile_unpadded;
 }
 
-// FP16 backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C and on
-// maps of at most 8 rows), maps whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged
-// kernel, unpadded, ahead of bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998): at least 1.4x bfc_small at
+// Backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C and on maps
+// of at most 8 rows), maps whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged kernel,
+// unpadded, ahead of bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998). FP16: at least 1.4x bfc_small at
 // 249 and 499 channels 5x5 and 7x7, at least 1.16x at 3x3, 1.15x at 998 3x3 (8x8); at least 1.24x the register-tile
-// kernel at 998 5x5 and 1.07x at 124. At 124 3x3 (64x64) bfc_small's two-channel lanes stay (the span kernel: 0.94x);
-// at an aligned C the register-tile and tiled kernels stay (0.82-1.10x).
+// kernel at 998 5x5 and 1.07x at 124. At 124 3x3 (64x64) bfc_small's two-channel lanes stay (the span kernel: 0.94x).
+// FP32 (249, 499, 998): 1.09-1.14x bfc_small at 3x3, 1.17-1.30x at 5x5, 1.55-1.9x at 7x7 (the padded register-tile
+// kernel there). At an aligned C the register-tile and tiled kernels stay (FP16 0.82-1.10x; FP32 at 124 0.80-0.92x).
 constexpr int kBfcSpan3x3MaxRows = 8;
 bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
-  if (dtype != DType::f16 || accum != BfcAccum::fp32 || p.c % vector_width(dtype) == 0) return false;
-  return bfc_span_supports(p, align, 2) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
+  const bool f16 = dtype == DType::f16;
+  if ((f16 && accum != BfcAccum::fp32) || p.c % vector_width(dtype) == 0) return false;
+  return bfc_span_supports(p, align, f16 ? 2 : 4) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
 }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (FP16 at C % 8 == 4 on the CUDA-core
-// kernel's 4-half lanes, other counts on the tiled direct kernel): a padded plan's copies of the input and the output
-// cost more than the convolution, and these kernels read each map once per block. Up to 5x5 everywhere; up to 7x7 in
-// FP32 (whose padded plans run CUDA-core kernels too: the tiled kernel 1.7-2.7x faster at SLaK-T's 249, 499 and 998
-// channels) and in FP16 on maps of at most 16 rows (1.2x at 499 on 16x16, 2.3x at 998 on 8x8). FP16's padded plans
-// keep larger maps at 7x7 (the tensor-core kernel 1.07x the tiled one at 249 on 32x32) and every larger filter, whose
-// work grows with the taps while the copies do not. (A tiled direct backward-filter ran 1.4-2.1x slower than the
-// padded register-tile kernel at SLaK's widths; backward-filter's unpadded kernels are bfc_small and bfc_span, above.)
-constexpr int kDirectTileMaxUnpaddedF = 5, kDirectTileMaxUnpaddedF7 = 7, kDirectTileMaxUnpaddedF16Rows = 16;
+// kernel's 4-half lanes from 5x5 up, other counts on the tiled direct kernel): a padded plan's copies of the input
+// and the output cost more than the convolution, and these kernels read each map once per block. Up to 5x5
+// everywhere; up to 81 taps (9x9, 13x5, 5x13) in FP32, whose padded plans run CUDA-core kernels too (the tiled
+// kernel 1.7-2.7x faster up to 7x7 at SLaK-T's 249, 499 and 998 channels, 1.3-2.6x at 9x9 / 13x5 / 5x13 on 8x8 to
+// 64x64 maps; 13x13 0.92-1.20x), and in FP16 on maps of at most 16 rows (7x7: 1.2x at 499 on 16x16, 2.3x at 998 on
+// 8x8; 9x9 / 13x5 / 5x13: 1.5-1.7x at 998, 0.99-1.10x at 499). FP16's padded plans keep larger maps from 7x7 up (the
+// tensor-core kernels 1.07x the tiled one at 249 on 32x32 at 7x7, 1.2-1.3x at 9x9 / 13x5 / 5x13), whose work grows
+// with the taps while the copies do not. (A tiled direct backward-filter ran 1.4-2.1x slower than the padded
+// register-tile kernel at SLaK's widths; backward-filter's unpadded kernels are bfc_small and bfc_span, above.)
+constexpr int kDirectTileMaxUnpaddedF = 5, kDirectTileMaxUnpaddedTaps = 81, kDirectTileMaxUnpaddedF16Rows = 16;
 bool direct_tile_instead_of_padding(DType dtype, const DwconvParams& p) {
-  const bool seven = dtype == DType::f32 || p.oh() <= kDirectTileMaxUnpaddedF16Rows;
-  const int max_f = seven ? kDirectTileMaxUnpaddedF7 : kDirectTileMaxUnpaddedF;
-  return stride1(p) && p.fh <= max_f && p.fw <= max_f && direct_tile_supports(forward_geometry(p)) &&
+  const bool larger = dtype == DType::f32 || p.oh() <= kDirectTileMaxUnpaddedF16Rows;
+  const bool fits = larger ? p.fh * p.fw <= kDirectTileMaxUnpaddedTaps
+                           : p.fh <= kDirectTileMaxUnpaddedF && p.fw <= kDirectTileMaxUnpaddedF;
+  return stride1(p) && fits && direct_tile_supports(forward_geometry(p)) &&
          direct_tile_supports(backward_data_geometry_stride1(p));
 }
 
@@ -342,15 +347,18 @@ Kernel forward_kernel_f32(const ConvGeometry& g, bool eligible, const DwconvPara
   return k;
 }
 
-// The same for FP16 data. `half4` (above): the ring kernel where it is the aligned choice, else the CUDA-core
-// kernel on 4-half lanes (same FMAs per load as its 8-half lanes, no shared-memory staging, against the tiled direct
-// kernel's scalar lanes). `ring_pairs`: ring_pairs_unpadded (above).
-Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, bool ring_pairs, const DwconvParams& p,
-                          const Overrides& o) {
+// The same for FP16 data. `half4` (above): the ring kernel where it is the aligned choice, else from 5x5 up the
+// CUDA-core kernel on 4-half lanes (same FMAs per load as its 8-half lanes, no shared-memory staging, against the
+// tiled direct kernel's scalar lanes: 0.94x at 124 5x5 and 0.66x at 7x7 on 64x64; at 3x3 the tiled kernel 1.10x).
+// `ring_pairs`: ring_pairs_unpadded (above), except where the tiled direct kernel runs instead of padding (`tile`,
+// direct_tile_instead_of_padding: 1.5-1.6x the ring kernel at 998 5x13 and 9x9 on 8x8).
+Kernel forward_kernel_f16(const ConvGeometry& g, bool eligible, bool half4, bool ring_pairs, bool tile,
+                          const DwconvParams& p, const Overrides& o) {
   if (!o.fwd) {
     if (eligible) return aligned_kernel_f16(g);
+    if (ring_pairs && tile) return Kernel::direct_tile;
     if ((half4 || ring_pairs) && aligned_kernel_f16(g) == Kernel::fwd_tc_ring) return Kernel::fwd_tc_ring;
-    if (half4 && g.fw <= kCcMaxFw) return Kernel::fwd_cc_f16;
+    if (half4 && g.fw <= kCcMaxFw && (g.fh > 3 || g.fw > 3)) return Kernel::fwd_cc_f16;
     return direct_tile_supports(g) ? Kernel::direct_tile : Kernel::direct;
   }
   const Kernel k = *o.fwd;
@@ -403,7 +411,8 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   }
   plan.g = op == DwconvOp::forward ? forward_geometry(p) : backward_data_geometry_stride1(p);
   plan.kernel = f16 ? forward_kernel_f16(plan.g, eligible, half4(dtype, p, align),
-                                         ring_pairs_unpadded(dtype, p, plan.g, align, o), p, o)
+                                         ring_pairs_unpadded(dtype, p, plan.g, align, o),
+                                         direct_tile_instead_of_padding(dtype, p), p, o)
                     : forward_kernel_f32(plan.g, eligible, p, o);
   configure(plan, f16, align, o);
   if (plan.kernel == Kernel::fwd_cc_f16)
