@@ -221,16 +221,18 @@ TEST(DwconvBfcGpu, SmallKernelMatchesReference) {
 
 // The span-staged kernel on FP32 data, launched directly: odd and even C with partial 32-channel slices (249, 75,
 // 998, 124), maps of at most 8 rows and columns and larger ones with partial tiles both ways (17 columns: rows of
-// whole 16-byte chunks at C % 4 == 0 only), 'same' and asymmetric padding, 3x3 to 7x7, chunks of several tiles over
-// tile columns, rows and images; check_bfc's FP32 bound. Through the override (bfc=span) it runs unpadded; rows that
-// are not whole 16-byte chunks and tensors 4-byte aligned are refused.
+// whole 16-byte chunks at C % 4 == 0 only), 'same' and asymmetric padding, 3x3 to 9x9, 13x5 and 5x13, chunks of several
+// tiles over tile columns, rows and images; check_bfc's FP32 bound. Through the override (bfc=span) it runs unpadded;
+// rows that are not whole 16-byte chunks and tensors 4-byte aligned are refused.
 TEST(DwconvBfcGpu, SpanKernelMatchesReference) {
   CNN_REQUIRE_GPU();
   uint32_t seed = 950;
   for (const DwconvParams& p :
        {same(2, 8, 8, 998, 5, 5), same(1, 17, 16, 249, 5, 5), same(3, 16, 24, 75, 3, 3), same(2, 9, 8, 249, 7, 7),
         same(1, 40, 17, 124, 5, 5), dwconv_shape(2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3),
-        dwconv_shape(1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2), same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
+        dwconv_shape(1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2), same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3),
+        same(3, 8, 8, 998, 13, 5), same(2, 8, 8, 998, 5, 13), same(2, 8, 8, 249, 9, 9), same(1, 20, 24, 75, 13, 5),
+        dwconv_shape(1, 19, 16, 249, 5, 13, 1, 1, 0, 4, 9, 3)}) {
     ASSERT_TRUE(bfc_span_supports(p, 16, 4)) << p.str();
     check_bfc(p, BfcForce{}, seed++, 0, BfcCall::span);
   }

@@ -306,9 +306,9 @@ TEST(DwconvFp16Gpu, BackwardFilterSmallKernelEveryTileAndSplit) {
 // The span-staged kernel (bfc_span) launched directly and through the override: odd and even C with partial 32-channel
 // slices (249, 75, 998, 124, 8), maps of at most 8 rows and columns (8-row, 8-column tiles) and larger ones with
 // partial tiles in both directions, 'same' and asymmetric padding (rows and columns entirely in the padding), 3x3 to
-// 7x7, one image and several (chunks crossing images). FP32 accumulation against FP64 (expect_bfc_f16's fp32 bound and
-// MARE), dW poisoned before the run. Shapes whose rows are not whole 16-byte chunks, unaligned tensors, other filters
-// and ha are refused with an error.
+// 9x9, 13x5 and 5x13, one image and several (chunks crossing images). FP32 accumulation against FP64 (expect_bfc_f16's
+// fp32 bound and MARE), dW poisoned before the run. Shapes whose rows are not whole 16-byte chunks, unaligned tensors,
+// other filters and ha are refused with an error.
 TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 7900;
@@ -317,7 +317,10 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
                         Case{2, 13, 24, 75, 5, 5, 1, 1, 6, 1, 1, 3}, Case{1, 19, 40, 249, 7, 7, 1, 1, 0, 6, 4, 2},
                         // More tiles than blocks (one slice): chunks of several tiles, stepping over tile columns,
                         // rows and images.
-                        same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3)}) {
+                        same(80, 64, 64, 3, 5, 5), same(3000, 8, 8, 3, 3, 3),
+                        // SLaK's 13x5 / 5x13 and the 9x9 beside them, on 8x8 maps and on larger ones.
+                        same(3, 8, 8, 998, 13, 5), same(2, 8, 8, 998, 5, 13), same(2, 8, 8, 249, 9, 9),
+                        same(1, 20, 24, 75, 13, 5), Case{1, 19, 16, 249, 5, 13, 1, 1, 0, 4, 9, 3}}) {
     ASSERT_TRUE(bfc_span_supports(k.params(), 16, 2)) << k.params().str();
     BfcF16Run b(k, seed);
     const std::vector<double> got = b.run(
@@ -328,7 +331,7 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
   const Overrides saved = overrides();
   set_overrides(parse_overrides("bfc=span", "test"));
   expect_forced_bfc_f16(same(2, 16, 16, 499, 5, 5), seed++, "bfc f16 span (fp32 accumulation) F=5x5");
-  for (const Case& bad : {same(1, 8, 7, 249, 5, 5), same(1, 8, 8, 249, 5, 3), same(1, 8, 8, 249, 9, 9)})
+  for (const Case& bad : {same(1, 8, 7, 249, 5, 5), same(1, 8, 8, 249, 5, 3), same(1, 8, 8, 249, 11, 11)})
     EXPECT_THROW(dwconv_path_name(DwconvOp::backward_filter, bad.params(), DType::f16, BfcAccum::fp32), cnn::Error)
         << bad.params().str();
   set_overrides(saved);

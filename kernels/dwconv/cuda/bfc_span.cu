@@ -1,16 +1,17 @@
-// Depthwise backward-filter for square filters up to 7x7 at stride 1 on span-staged tiles (Kernel::bfc_span):
+// Depthwise backward-filter for 3x3, 5x5, 7x7, 9x9, 13x5 and 5x13 filters at stride 1 on span-staged tiles
+// (Kernel::bfc_span):
 // dW[i,j,c] = sum_{n,oh,ow} X[n, oh+i-pT, ow+j-pL, c] * dY[n,oh,ow,c], X and dY (N,H,W,C) FP16 or FP32, dW (FH,FW,C)
 // FP32 with FP32 accumulation, at any C whose map rows are whole 16-byte chunks (SLaK's 124, 249, 499, 998 on maps of
 // a multiple of 8 columns, FP16; of 4 columns, FP32).
 //
 // - Block = one slice of 32 channels (lane = channel) over a chunk of output tiles of kWarps * kTh rows x kTW
 //   columns (kTh = 2; 8 warps, or 4 on maps of at most 8 rows, which are then one tile high); per tile it stages the X
-//   window ((tile + F - 1) square) and the dY tile in shared memory with 16-byte cp.async copies of each pixel's
-//   channel span (span_staging.cuh), so odd C costs no element loads.
-// - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + F - 2: step
-//   k widens X column k of the kTh + F - 1 rows once, dY column k enters a ring of F columns, and tap (i, j) of dY
+//   window ((tile rows + FH - 1) x (tile columns + FW - 1)) and the dY tile in shared memory with 16-byte cp.async
+//   copies of each pixel's channel span (span_staging.cuh), so odd C costs no element loads.
+// - Warp w takes dY rows w * kTh .. + kTh - 1 of the tile; its lanes walk the X columns k = 0 .. kTW + FW - 2: step
+//   k widens X column k of the kTh + FH - 1 rows once, dY column k enters a ring of FW columns, and tap (i, j) of dY
 //   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
-//   unrolled). Each (X column, row) costs one shared load (and for FP16 one conversion) for kTh * F FMAs.
+//   unrolled). Each (X column, row) costs one shared load (and for FP16 one conversion) for kTh * FW FMAs.
 // - The slots' shifts repeat every 8 columns (FP16; every 4 for FP32), and tiles start at multiples of 8, so a lane
 // keeps 8 shared addresses
 //   per tensor (one per column mod 8) for all its tiles, and every load is an address register plus an immediate.
@@ -20,10 +21,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
@@ -47,12 +50,12 @@ struct SpanArgs {
   int slices, z;         // blocks: slice fastest, then chunk of tiles
 };
 
-template <class T, int F, int kTh, int kTW, int kWarps>
+template <class T, int FH, int FW, int kTh, int kTW, int kWarps>
 struct SpanTile {
   static constexpr int kThreads = kLanes * kWarps;
-  static constexpr int kRows = kWarps * kTh;    // dY rows per tile
-  static constexpr int kXRows = kRows + F - 1;  // X window
-  static constexpr int kXCols = kTW + F - 1;
+  static constexpr int kRows = kWarps * kTh;     // dY rows per tile
+  static constexpr int kXRows = kRows + FH - 1;  // X window
+  static constexpr int kXCols = kTW + FW - 1;
   static constexpr int kXElems = kXRows * kXCols * kPitch<T>;
 };
 
@@ -78,10 +81,14 @@ __device__ __forceinline__ float lds(uint32_t addr) {
   }
 }
 
-// Blocks per SM in the bounds: a register budget of 128 per thread.
-template <class T, int F, int kTh, int kTW, int kWarps>
-__global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(const SpanArgs<T> a) {
-  using S = SpanTile<T, F, kTh, kTW, kWarps>;
+// Blocks per SM in the bounds: a register budget of 128 per thread up to 49 taps; the larger filters' sums take
+// more, for half the warps.
+template <int FH, int FW, int kWarps>
+constexpr int kMinBlocks = (FH * FW <= 49 ? 16 : 8) / kWarps;
+
+template <class T, int FH, int FW, int kTh, int kTW, int kWarps>
+__global__ void __launch_bounds__(kLanes* kWarps, kMinBlocks<FH, FW, kWarps>) bfc_span_kernel(const SpanArgs<T> a) {
+  using S = SpanTile<T, FH, FW, kTh, kTW, kWarps>;
   constexpr int kThreads = S::kThreads;
   constexpr int kP = kPitch<T>;
   extern __shared__ __align__(16) unsigned char smem_bytes_[];
@@ -93,11 +100,11 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
   const int per_img = a.tiles_h * a.tiles_w, tiles = a.n * per_img;  // under 2^31 (make_plan)
   const int t_begin = static_cast<int>(int64_t(tiles) * chunk / a.z);
   const int t_end = static_cast<int>(int64_t(tiles) * (chunk + 1) / a.z);
-  float acc[F][F];
+  float acc[FH][FW];
 #pragma unroll
-  for (int i = 0; i < F; ++i)
+  for (int i = 0; i < FH; ++i)
 #pragma unroll
-    for (int j = 0; j < F; ++j) acc[i][j] = 0.f;
+    for (int j = 0; j < FW; ++j) acc[i][j] = 0.f;
   // Tiles start at multiples of kTW (8 or 16) columns, so a column's shift is the same in every tile: the addresses
   // are the tile loop's constants.
   uint32_t xa[8], da[8];
@@ -115,23 +122,23 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
     cuda::cp_async_commit();
     cuda::cp_async_wait<0>();
     __syncthreads();
-    float ring[kTh][F];  // dY column k - j of row t in slot (k - j) % F
+    float ring[kTh][FW];  // dY column k - j of row t in slot (k - j) % FW
 #pragma unroll
     for (int k = 0; k < S::kXCols; ++k) {
-      float xv[kTh + F - 1];
+      float xv[kTh + FH - 1];
 #pragma unroll
-      for (int r = 0; r < kTh + F - 1; ++r) xv[r] = lds<T>(xa[k % 8] + sizeof(T) * (r * S::kXCols + k / 8 * 8) * kP);
+      for (int r = 0; r < kTh + FH - 1; ++r) xv[r] = lds<T>(xa[k % 8] + sizeof(T) * (r * S::kXCols + k / 8 * 8) * kP);
       if (k < kTW) {
 #pragma unroll
-        for (int r = 0; r < kTh; ++r) ring[r][k % F] = lds<T>(da[k % 8] + sizeof(T) * (r * kTW + k / 8 * 8) * kP);
+        for (int r = 0; r < kTh; ++r) ring[r][k % FW] = lds<T>(da[k % 8] + sizeof(T) * (r * kTW + k / 8 * 8) * kP);
       }
 #pragma unroll
       for (int r = 0; r < kTh; ++r)
 #pragma unroll
-        for (int j = 0; j < F; ++j)
+        for (int j = 0; j < FW; ++j)
           if (k - j >= 0 && k - j < kTW) {
 #pragma unroll
-            for (int i = 0; i < F; ++i) acc[i][j] = fmaf(xv[r + i], ring[r][(k - j) % F], acc[i][j]);
+            for (int i = 0; i < FH; ++i) acc[i][j] = fmaf(xv[r + i], ring[r][(k - j) % FW], acc[i][j]);
           }
     }
     if (++tile_c == a.tiles_w) {
@@ -142,14 +149,14 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
   // Block sums: shared-memory adds across the warps, then one global add per (tap, channel).
   __syncthreads();
   float* red = reinterpret_cast<float*>(smem_bytes_);
-  for (int e = threadIdx.x; e < F * F * kLanes; e += kThreads) red[e] = 0.f;
+  for (int e = threadIdx.x; e < FH * FW * kLanes; e += kThreads) red[e] = 0.f;
   __syncthreads();
 #pragma unroll
-  for (int i = 0; i < F; ++i)
+  for (int i = 0; i < FH; ++i)
 #pragma unroll
-    for (int j = 0; j < F; ++j) atomicAdd(&red[(i * F + j) * kLanes + lane], acc[i][j]);
+    for (int j = 0; j < FW; ++j) atomicAdd(&red[(i * FW + j) * kLanes + lane], acc[i][j]);
   __syncthreads();
-  for (int e = threadIdx.x; e < F * F * kLanes; e += kThreads) {
+  for (int e = threadIdx.x; e < FH * FW * kLanes; e += kThreads) {
     const int tap = e / kLanes, c = c0 + e % kLanes;
     if (c < a.c) atomicAdd(a.dw + int64_t(tap) * a.c + c, red[e]);
   }
@@ -158,10 +165,22 @@ __global__ void __launch_bounds__(kLanes* kWarps, 16 / kWarps) bfc_span_kernel(c
 template <class T>
 using KernelFn = void (*)(SpanArgs<T>);
 
-template <class T, int F>
+template <class T, int FH, int FW>
 KernelFn<T> kernel_for_filter(int warps, int tw) {
-  if (warps == 4) return tw == 8 ? &bfc_span_kernel<T, F, 2, 8, 4> : &bfc_span_kernel<T, F, 2, 16, 4>;
-  return tw == 8 ? &bfc_span_kernel<T, F, 2, 8, 8> : &bfc_span_kernel<T, F, 2, 16, 8>;
+  if (warps == 4) return tw == 8 ? &bfc_span_kernel<T, FH, FW, 2, 8, 4> : &bfc_span_kernel<T, FH, FW, 2, 16, 4>;
+  return tw == 8 ? &bfc_span_kernel<T, FH, FW, 2, 8, 8> : &bfc_span_kernel<T, FH, FW, 2, 16, 8>;
+}
+
+// The filters instantiated: (FH, FW).
+constexpr std::pair<int, int> kSpanFilters[] = {{3, 3}, {5, 5}, {7, 7}, {9, 9}, {13, 5}, {5, 13}};
+
+template <class T>
+KernelFn<T> kernel_for(int fh, int fw, int warps, int tw) {
+  if (fh == 3) return kernel_for_filter<T, 3, 3>(warps, tw);
+  if (fh == 7) return kernel_for_filter<T, 7, 7>(warps, tw);
+  if (fh == 9) return kernel_for_filter<T, 9, 9>(warps, tw);
+  if (fh == 13) return kernel_for_filter<T, 13, 5>(warps, tw);
+  return fw == 13 ? kernel_for_filter<T, 5, 13>(warps, tw) : kernel_for_filter<T, 5, 5>(warps, tw);
 }
 
 // The block tile: two dY rows per warp, 8 warps on maps taller than 8 rows, else 4 (8 rows: a map of 8 rows is one
@@ -176,8 +195,8 @@ struct SpanPlan {
 };
 
 template <class T>
-int smem_bytes(int f, int rows, int tw) {
-  return ((rows + f - 1) * (tw + f - 1) + rows * tw) * kPitch<T> * int(sizeof(T));
+int smem_bytes(int fh, int fw, int rows, int tw) {
+  return ((rows + fh - 1) * (tw + fw - 1) + rows * tw) * kPitch<T> * int(sizeof(T));
 }
 
 template <class T>
@@ -185,10 +204,8 @@ SpanPlan<T> make_plan(const DwconvParams& p) {
   SpanPlan<T> s;
   s.warps = p.oh() > 8 ? 8 : 4;
   s.tw = p.ow() > 8 ? 16 : 8;
-  s.kernel = p.fh == 3   ? kernel_for_filter<T, 3>(s.warps, s.tw)
-             : p.fh == 5 ? kernel_for_filter<T, 5>(s.warps, s.tw)
-                         : kernel_for_filter<T, 7>(s.warps, s.tw);
-  s.smem = smem_bytes<T>(p.fh, s.rows(), s.tw);
+  s.kernel = kernel_for<T>(p.fh, p.fw, s.warps, s.tw);
+  s.smem = smem_bytes<T>(p.fh, p.fw, s.rows(), s.tw);
   SpanArgs<T>& a = s.args;
   a.x_elems = p.x_elems(), a.dy_elems = p.y_elems();
   a.n = p.n, a.ih = p.ih, a.iw = p.iw, a.c = p.c, a.oh = p.oh(), a.ow = p.ow(), a.pt = p.pad_top, a.pl = p.pad_left;
@@ -225,8 +242,8 @@ template <class T>
 void launch_span(const T* x, const T* dy, float* dw, const DwconvParams& p, const char* name, cudaStream_t stream) {
   p.validate(name);
   check_pointers(name, x, "x", dy, "dy", dw, "dw");
-  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy}), sizeof(T)), name, ": expected stride 1, a 3x3, 5x5 or 7x7 ",
-            "filter, map rows of whole 16-byte chunks (W * C % ", 16 / sizeof(T),
+  CNN_CHECK(bfc_span_supports(p, alignment_of({x, dy}), sizeof(T)), name, ": expected stride 1, a 3x3, 5x5, 7x7, ",
+            "9x9, 13x5 or 5x13 filter, map rows of whole 16-byte chunks (W * C % ", 16 / sizeof(T),
             " == 0) and 16-byte aligned x and dy, got ", p.str());
   const SpanPlan<T>& s = cached_plan<T>(p);
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
@@ -240,9 +257,11 @@ void launch_span(const T* x, const T* dy, float* dw, const DwconvParams& p, cons
 }  // namespace
 
 bool bfc_span_supports(const DwconvParams& p, int align, int elem_bytes) {
-  return p.stride_h == 1 && p.stride_w == 1 && p.fh == p.fw && (p.fh == 3 || p.fh == 5 || p.fh == 7) &&
-         span::supports(align, p.iw, p.c, elem_bytes) && span::supports(align, p.ow(), p.c, elem_bytes) &&
-         int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31) && int64_t(p.oh()) * p.ow() * p.c < (int64_t(1) << 31);
+  const bool filter =
+      std::find(std::begin(kSpanFilters), std::end(kSpanFilters), std::pair{p.fh, p.fw}) != std::end(kSpanFilters);
+  return p.stride_h == 1 && p.stride_w == 1 && filter && span::supports(align, p.iw, p.c, elem_bytes) &&
+         span::supports(align, p.ow(), p.c, elem_bytes) && int64_t(p.ih) * p.iw * p.c < (int64_t(1) << 31) &&
+         int64_t(p.oh()) * p.ow() * p.c < (int64_t(1) << 31);
 }
 
 std::string dwconv_bfc_span_path_name(const DwconvParams& p, bool f16) {

@@ -224,10 +224,10 @@ void launch_dwconv_bfc_small_f16(const __half* x, const __half* dy, float* dw, c
 // (fp32 accumulation) lanes=32x1 tile=5x5 dy_rows=2 ...".
 std::string dwconv_bfc_small_path_name(const DwconvParams& p, bool f16, int max_lanes, const BfcSmallForce& force);
 
-// ---- Backward-filter on span-staged tiles (bfc_span.cu), FP16 or FP32 data: stride 1, 3x3, 5x5 or 7x7 filters,
-// FP32 accumulation, any C whose map rows are whole 16-byte chunks (W * C % 8 == 0 in FP16, % 4 in FP32, for X and
-// dY; elem_bytes: 2 or 4) with 16-byte aligned x and dy (align: the smaller of their alignments). Zeroes dw, then one
-// FP32 atomic add per (tap, channel) per block.
+// ---- Backward-filter on span-staged tiles (bfc_span.cu), FP16 or FP32 data: stride 1, 3x3, 5x5, 7x7, 9x9, 13x5
+// or 5x13 filters, FP32 accumulation, any C whose map rows are whole 16-byte chunks (W * C % 8 == 0 in FP16, % 4 in
+// FP32, for X and dY; elem_bytes: 2 or 4) with 16-byte aligned x and dy (align: the smaller of their alignments).
+// Zeroes dw, then one FP32 atomic add per (tap, channel) per block.
 bool bfc_span_supports(const DwconvParams& p, int align, int elem_bytes);
 void launch_dwconv_bfc_span(const float* x, const float* dy, float* dw, const DwconvParams& p, cudaStream_t stream);
 void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, const DwconvParams& p,

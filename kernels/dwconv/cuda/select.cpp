@@ -141,7 +141,8 @@ constexpr int kBfcSpan3x3MaxRows = 8;
 bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
   const bool f16 = dtype == DType::f16;
   if ((f16 && accum != BfcAccum::fp32) || p.c % vector_width(dtype) == 0) return false;
-  return bfc_span_supports(p, align, f16 ? 2 : 4) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
+  return bfc_span_supports(p, align, f16 ? 2 : 4) && p.fh == p.fw && p.fh <= 7 &&
+         (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
 }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (FP16 at C % 8 == 4 on the CUDA-core
@@ -427,10 +428,11 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
   const bool forced_span = o.bfc == Kernel::bfc_span;
   if (forced_span) {
-    check_forced(bfc_span_supports(p, align, f16 ? 2 : 4), "bfc_span",
-                 f16 ? "stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 8 == 0 and 16-byte aligned tensors"
-                     : "stride 1, a 3x3, 5x5 or 7x7 filter, W * C % 4 == 0 and 16-byte aligned tensors",
-                 p);
+    check_forced(
+        bfc_span_supports(p, align, f16 ? 2 : 4), "bfc_span",
+        f16 ? "stride 1, a 3x3, 5x5, 7x7, 9x9, 13x5 or 5x13 filter, W * C % 8 == 0 and 16-byte aligned tensors"
+            : "stride 1, a 3x3, 5x5, 7x7, 9x9, 13x5 or 5x13 filter, W * C % 4 == 0 and 16-byte aligned tensors",
+        p);
     CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_span: needs fp32 accumulation, got ha for ",
               p.str());
   }
