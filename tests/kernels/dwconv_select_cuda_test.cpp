@@ -139,9 +139,9 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
 // The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a
 // multiple of the vector width, unpadded; not at an aligned C (the register-tile kernel is as fast or faster there,
 // on small maps too), not for FP16 beyond 3x3 at an even C (the register-tile kernel's narrow copies, unpadded), with
-// hybrid accumulation, beyond 5x5 or at stride 2; the span-staged kernel runs ahead of it (FP16 and FP32) at 5x5 /
-// 7x7 (3x3 at odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the tensors 16-byte
-// aligned.
+// hybrid accumulation, beyond 5x5 or at stride 2; the span-staged kernel runs ahead of it (FP16 and FP32) at 5x5,
+// 7x7, 9x9, 13x5 and 5x13 (3x3 at odd C and on maps of at most 8 rows) where map rows are whole 16-byte chunks and the
+// tensors 16-byte aligned.
 // bfc=small forces it (FP32 too, unpadded even with pad=on) up to 7x7 and is refused with ha or where it cannot run.
 // Host only: backward-filter selection queries no device.
 TEST(DwconvSelect, BfcSmallPlans) {
@@ -186,6 +186,16 @@ TEST(DwconvSelect, BfcSmallPlans) {
     EXPECT_EQ(bfc(t, same_pad(64, 64, 64, 124, 3, 3)).kernel,  // FP16: even C, 64 rows; FP32: aligned
               t == DType::f16 ? Kernel::bfc_small : Kernel::bfc_tile)
         << name;
+    // SLaK-T's stage-3 strips and the 9x9 beside them: the span-staged kernel, unpadded; at an aligned C, with 8-byte
+    // aligned tensors or beyond its filters the register-tile kernel.
+    for (const DwconvParams& p : {same_pad(64, 8, 8, 998, 13, 5), same_pad(64, 8, 8, 998, 5, 13),
+                                  same_pad(64, 8, 8, 998, 9, 9), same_pad(64, 32, 32, 249, 9, 9)}) {
+      const Plan plan = bfc(t, p);
+      EXPECT_TRUE(plan.kernel == Kernel::bfc_span && plan.padded_c == 0) << name << " " << p.str();
+      EXPECT_EQ(bfc(t, p, BfcAccum::fp32, "", 8).kernel, Kernel::bfc_tile) << name << " " << p.str();
+    }
+    EXPECT_EQ(bfc(t, same_pad(64, 8, 8, 1000, 13, 5)).kernel, Kernel::bfc_tile) << name;
+    EXPECT_EQ(bfc(t, same_pad(64, 8, 8, 998, 11, 11)).kernel, Kernel::bfc_tile) << name;
     for (const char* text : {"bfc=small", "bfc=small,pad=on"}) {
       const Plan forced = bfc(t, same_pad(64, 64, 64, 249, 7, 7), BfcAccum::fp32, text);
       EXPECT_TRUE(forced.kernel == Kernel::bfc_small && forced.padded_c == 0) << name << " " << text;

@@ -130,19 +130,20 @@ bool bfc_small_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int alig
   return p.c % vector_width(dtype) != 0 && !tile_unpadded;
 }
 
-// Backward-filter with FP32 accumulation at such channel counts, square 5x5 / 7x7 filters (3x3 at odd C and on maps
-// of at most 8 rows), maps whose rows are whole 16-byte chunks and 16-byte aligned tensors: the span-staged kernel,
-// unpadded, ahead of bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998). FP16: at least 1.4x bfc_small at
-// 249 and 499 channels 5x5 and 7x7, at least 1.16x at 3x3, 1.15x at 998 3x3 (8x8); at least 1.24x the register-tile
-// kernel at 998 5x5 and 1.07x at 124. At 124 3x3 (64x64) bfc_small's two-channel lanes stay (the span kernel: 0.94x).
-// FP32 (249, 499, 998): 1.09-1.14x bfc_small at 3x3, 1.17-1.30x at 5x5, 1.55-1.9x at 7x7 (the padded register-tile
-// kernel there). At an aligned C the register-tile and tiled kernels stay (FP16 0.82-1.10x; FP32 at 124 0.80-0.92x).
+// Backward-filter with FP32 accumulation at such channel counts, 5x5, 7x7, 9x9, 13x5 and 5x13 filters (3x3 at odd
+// C and on maps of at most 8 rows), maps whose rows are whole 16-byte chunks and 16-byte aligned tensors: the
+// span-staged kernel, unpadded, ahead of bfc_small. H200, SLaK-T's maps (64x64x64x124 .. 64x8x8x998). FP16: at least
+// 1.4x bfc_small at 249 and 499 channels 5x5 and 7x7, at least 1.16x at 3x3, 1.15x at 998 3x3 (8x8); at least 1.24x
+// the register-tile kernel at 998 5x5 and 1.07x at 124. At 124 3x3 (64x64) bfc_small's two-channel lanes stay (the
+// span kernel: 0.94x). FP32 (249, 499, 998): 1.09-1.14x bfc_small at 3x3, 1.17-1.30x at 5x5, 1.55-1.9x at 7x7 (the
+// padded register-tile kernel there). 9x9 / 13x5 / 5x13 at 249, 499 and 998 against the register-tile kernel (padded,
+// or FP16's narrow copies at 998): 1.4-2.4x FP16, 1.7-2.5x FP32. At an aligned C the register-tile and tiled kernels
+// stay (FP16 0.82-1.10x; FP32 at 124 0.80-0.92x).
 constexpr int kBfcSpan3x3MaxRows = 8;
 bool bfc_span_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
   const bool f16 = dtype == DType::f16;
   if ((f16 && accum != BfcAccum::fp32) || p.c % vector_width(dtype) == 0) return false;
-  return bfc_span_supports(p, align, f16 ? 2 : 4) && p.fh == p.fw && p.fh <= 7 &&
-         (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
+  return bfc_span_supports(p, align, f16 ? 2 : 4) && (p.fh >= 5 || p.c % 2 != 0 || p.oh() <= kBfcSpan3x3MaxRows);
 }
 
 // Small stride-1 forward-style ops at such channel counts run unpadded instead (FP16 at C % 8 == 4 on the CUDA-core
