@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -210,118 +209,6 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   return o.fwd || !direct_tile_instead_of_padding(dtype, p) ? cp : 0;
 }
 
-// ---- Overrides --------------------------------------------------------------------------------------------------
-
-template <class... A>
-[[noreturn]] void bad_override(const char* what, const A&... a) {
-  throw Error(str_cat(what, ": ", a...));
-}
-
-int parse_choice(const std::string& key, const std::string& value, std::initializer_list<int> allowed,
-                 const char* what) {
-  for (int a : allowed)
-    if (value == std::to_string(a)) return a;
-  std::string list;
-  for (int a : allowed) {
-    if (!list.empty()) list += '|';
-    list += std::to_string(a);
-  }
-  bad_override(what, key, " must be ", list, ", got '", value, "'");
-}
-
-Kernel parse_fwd_kernel(const std::string& v, const char* what) {
-  if (v == "direct") return Kernel::direct;
-  if (v == "tile") return Kernel::direct_tile;
-  if (v == "vslide") return Kernel::fwd_vslide;
-  if (v == "tma") return Kernel::fwd_tma_cc;
-  if (v == "gemv") return Kernel::fwd_gemv;
-  if (v == "cc") return Kernel::fwd_cc_f16;
-  if (v == "ring") return Kernel::fwd_tc_ring;
-  if (v == "tc") return Kernel::fwd_tc;
-  bad_override(what, "fwd must be direct|tile|vslide|tma|gemv|cc|ring|tc, got '", v, "'");
-}
-
-Kernel parse_bfc_kernel(const std::string& v, const char* what) {
-  if (v == "tile") return Kernel::bfc_tile;
-  if (v == "strip") return Kernel::bfc_strip_f16;
-  if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
-  if (v == "small") return Kernel::bfc_small;
-  if (v == "span") return Kernel::bfc_span;
-  bad_override(what, "bfc must be tile|strip|rowwarp|small|span, got '", v, "'");
-}
-
-// "TM[+ring][+whole]", each flag at most once.
-GemvConfig parse_gemv(const std::string& v, const char* what) {
-  GemvConfig cfg;
-  size_t start = 0;
-  bool ok = true;
-  for (int item = 0; ok; ++item) {
-    const size_t end = v.find('+', start);
-    const std::string tok = v.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (item == 0) {
-      ok = tok == "8" || tok == "16";
-      cfg.tm = tok == "16" ? 16 : 8;
-    } else if (tok == "ring" && !cfg.prefetch) {
-      cfg.prefetch = true;
-    } else if (tok == "whole" && !cfg.whole_filter) {
-      cfg.whole_filter = true;
-    } else {
-      ok = false;
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (!ok) bad_override(what, "gemv must be TM[+ring][+whole] with TM 8 or 16 (e.g. 16+ring), got '", v, "'");
-  return cfg;
-}
-
-void apply_override(Overrides& o, const std::string& key, const std::string& value, const char* what) {
-  if (key == "verbose" && value.empty()) {
-    o.verbose = true;
-    return;
-  }
-  if (value.empty()) bad_override(what, "expected key=value, got '", key, "'");
-  if (key == "fwd") {
-    o.fwd = parse_fwd_kernel(value, what);
-  } else if (key == "bfc") {
-    o.bfc = parse_bfc_kernel(value, what);
-  } else if (key == "gemv") {
-    o.gemv = parse_gemv(value, what);
-  } else if (key == "tma_lane") {
-    o.tma_lane = parse_choice(key, value, {8, 16}, what);
-  } else if (key == "tma_rows") {
-    o.tma_rows = parse_choice(key, value, {1, 2}, what);
-  } else if (key == "tma_cols") {
-    o.tma_cols = parse_choice(key, value, {8, 16}, what);
-  } else if (key == "tma_stages") {
-    o.tma_stages = parse_choice(key, value, {2, 3, 4}, what);
-  } else if (key == "ring_mma") {
-    if (value != "taps" && value != "pairs") bad_override(what, "ring_mma must be taps|pairs, got '", value, "'");
-    o.ring_mma = value == "taps" ? RingMma::taps : RingMma::pairs;
-  } else if (key == "ring_q") {
-    o.ring_q = parse_choice(key, value, {1, 2, 4}, what);
-  } else if (key == "cc_groups") {
-    o.cc_groups = parse_choice(key, value, {1, 2, 4}, what);
-  } else if (key == "bfc_tile") {
-    o.bfc_tile = bfc_parse_tile(value, what);
-  } else if (key == "pad") {
-    if (value != "on" && value != "off") bad_override(what, "pad must be on|off, got '", value, "'");
-    o.pad = value == "on";
-  } else {
-    bad_override(what, "unknown key '", key,
-                 "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, ring_q, cc_groups, "
-                 "bfc_tile, pad, verbose)");
-  }
-}
-
-Overrides& current_overrides() {
-  static Overrides o = [] {
-    const char* v = std::getenv("CNN_DWCONV");
-    return v == nullptr ? Overrides{} : parse_overrides(v, "CNN_DWCONV");
-  }();
-  return o;
-}
-
 // ---- Selection --------------------------------------------------------------------------------------------------
 
 // A forced kernel that cannot run the shape: one line naming the override.
@@ -492,25 +379,6 @@ const char* kernel_name(Kernel k) {
   }
   return "unknown";
 }
-
-Overrides parse_overrides(const std::string& text, const char* what) {
-  Overrides o;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = text.find(',', start);
-    const std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!item.empty()) {
-      const size_t eq = item.find('=');
-      apply_override(o, item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1), what);
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return o;
-}
-
-const Overrides& overrides() { return current_overrides(); }
-void set_overrides(const Overrides& o) { current_overrides() = o; }
 
 Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
   CNN_CHECK(dtype == DType::f32 || dtype == DType::f16, "dwconv select: expected dtype f32 or f16, got ",
