@@ -12,7 +12,10 @@
 // where a 13-tap filter's halo would take more shared memory than a block may have.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <iterator>
 #include <type_traits>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "core/cuda_dtype.cuh"
@@ -28,6 +31,8 @@ constexpr int kWarps = 8;      // warps per block, each on its own output rows
 constexpr int kMaxTileW = 32;  // output columns per block on rows wider than 16
 constexpr int kTM = 8;         // outputs per register window
 constexpr size_t kMaxSmem = 227 * 1024;  // shared memory a block may opt in to on sm_90
+// The filter widths instantiated (direct_tile_supports, the launcher's dispatch).
+constexpr int kFilterWidths[] = {1, 2, 3, 4, 5, 6, 7, 9, 11, 13};
 
 // Output rows per warp: two for FP16 on maps of more than 8 rows, so each staged input row read into registers feeds
 // both (FH + 1 window loads for 2 rows instead of 2 FH) and the tile's FH - 1 halo rows are spread over 16 rows
@@ -204,6 +209,16 @@ void with_value(int v, const char* what, F&& f) {
   CNN_CHECK(ran, "dwconv direct_tile: no kernel for ", what, " ", v);
 }
 
+// with_value over kFilterWidths.
+template <class F, size_t... I>
+void with_filter_width(int fw, F&& f, std::index_sequence<I...>) {
+  with_value<kFilterWidths[I]...>(fw, "filter width", f);
+}
+template <class F>
+void with_filter_width(int fw, F&& f) {
+  with_filter_width(fw, f, std::make_index_sequence<std::size(kFilterWidths)>{});
+}
+
 template <class T>
 void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g, int lane_channels,
                         cudaStream_t stream) {
@@ -227,7 +242,7 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   const bool span = span::supports(alignment_of({src}), g.in_w, g.c, sizeof(T));
   const auto run = [&](auto ch, auto rpw) {
     constexpr int kCh = decltype(ch)::value;
-    with_value<1, 2, 3, 4, 5, 6, 7, 9, 11, 13>(g.fw, "filter width", [&](auto fw) {
+    with_filter_width(g.fw, [&](auto fw) {
       with_value<kTM, 2 * kTM, kMaxTileW>(tile_w, "tile width", [&](auto tw) {
         with_value<0, 1>(span, "span staging", [&](auto sp) {
           constexpr bool kSpan = decltype(sp)::value == 1;
@@ -254,15 +269,16 @@ int direct_tile_height(bool f16, int out_h) { return kWarps * rows_per_warp(f16,
 int direct_tile_width(const ConvGeometry& g, bool f16) {
   int w = g.out_w <= kTM ? kTM : g.out_w <= 2 * kTM ? 2 * kTM : kMaxTileW;
   // The largest staging: two channels per lane, span-staged.
-  const size_t elem = f16 ? sizeof(__half) : sizeof(float), pitch = kLanes * 2 + 16 / elem;
-  while (w > kTM && tile_smem_bytes(g, direct_tile_height(f16, g.out_h), w, elem, 2, int(pitch)) > kMaxSmem) w /= 2;
+  const size_t elem = f16 ? sizeof(__half) : sizeof(float);
+  const int pitch = f16 ? kPixelPitch<__half, 2, true> : kPixelPitch<float, 2, true>;
+  while (w > kTM && tile_smem_bytes(g, direct_tile_height(f16, g.out_h), w, elem, 2, pitch) > kMaxSmem) w /= 2;
   return w;
 }
 
 int direct_tile_lane_channels(int c, bool f16, int align) { return c % 2 == 0 && align >= (f16 ? 4 : 8) ? 2 : 1; }
 
 bool direct_tile_supports(const ConvGeometry& g) {
-  const bool width = (g.fw >= 1 && g.fw <= 7) || g.fw == 9 || g.fw == 11 || g.fw == 13;
+  const bool width = std::find(std::begin(kFilterWidths), std::end(kFilterWidths), g.fw) != std::end(kFilterWidths);
   return g.stride_h == 1 && g.stride_w == 1 && g.fh >= 1 && g.fh <= kDirectTileMaxF && width &&
          int64_t(g.in_h) * g.in_w * g.c < (int64_t(1) << 31);
 }
