@@ -13,8 +13,8 @@
 //   row t adds X[t + i][k] * dY[t][k - j] (k - j inside the tile: the test is compile-time once the walk is
 //   unrolled). Each (X column, row) costs one shared load (and for FP16 one conversion) for kTh * FW FMAs.
 // - The slots' shifts repeat every 8 columns (FP16; every 4 for FP32), and tiles start at multiples of 8, so a lane
-// keeps 8 shared addresses
-//   per tensor (one per column mod 8) for all its tiles, and every load is an address register plus an immediate.
+//   keeps 8 shared addresses per tensor (one per column mod 8) for all its tiles, and every load is an address
+//   register plus an immediate.
 // - FP32 sums per (tap, lane) in registers over the block's tiles, then shared-memory adds across warps and one global
 //   atomicAdd per (tap, channel) per block into dW, zeroed by the launcher. Blocks: slices x chunks, about one wave.
 #include <cuda_fp16.h>
@@ -174,13 +174,19 @@ KernelFn<T> kernel_for_filter(int warps, int tw) {
 // The filters instantiated: (FH, FW).
 constexpr std::pair<int, int> kSpanFilters[] = {{3, 3}, {5, 5}, {7, 7}, {9, 9}, {13, 5}, {5, 13}};
 
+// The kernel for an entry of kSpanFilters (another filter: null; bfc_span_supports checks first).
+template <class T, size_t... I>
+KernelFn<T> kernel_for(int fh, int fw, int warps, int tw, std::index_sequence<I...>) {
+  KernelFn<T> k = nullptr;
+  ((fh == kSpanFilters[I].first && fw == kSpanFilters[I].second
+        ? (k = kernel_for_filter<T, kSpanFilters[I].first, kSpanFilters[I].second>(warps, tw))
+        : nullptr),
+   ...);
+  return k;
+}
 template <class T>
 KernelFn<T> kernel_for(int fh, int fw, int warps, int tw) {
-  if (fh == 3) return kernel_for_filter<T, 3, 3>(warps, tw);
-  if (fh == 7) return kernel_for_filter<T, 7, 7>(warps, tw);
-  if (fh == 9) return kernel_for_filter<T, 9, 9>(warps, tw);
-  if (fh == 13) return kernel_for_filter<T, 13, 5>(warps, tw);
-  return fw == 13 ? kernel_for_filter<T, 5, 13>(warps, tw) : kernel_for_filter<T, 5, 5>(warps, tw);
+  return kernel_for<T>(fh, fw, warps, tw, std::make_index_sequence<std::size(kSpanFilters)>{});
 }
 
 // The block tile: two dY rows per warp, 8 warps on maps taller than 8 rows, else 4 (8 rows: a map of 8 rows is one
@@ -205,6 +211,7 @@ SpanPlan<T> make_plan(const DwconvParams& p) {
   s.warps = p.oh() > 8 ? 8 : 4;
   s.tw = p.ow() > 8 ? 16 : 8;
   s.kernel = kernel_for<T>(p.fh, p.fw, s.warps, s.tw);
+  CNN_CHECK(s.kernel != nullptr, "dwconv bfc_span: no kernel for a ", p.fh, "x", p.fw, " filter");
   s.smem = smem_bytes<T>(p.fh, p.fw, s.rows(), s.tw);
   SpanArgs<T>& a = s.args;
   a.x_elems = p.x_elems(), a.dy_elems = p.y_elems();

@@ -28,7 +28,7 @@ enum class Kernel {
   bfc_strip_f16,    // FP16 backward-filter over dY column strips, stride 1 (bfc_strip_f16.cu)
   bfc_rowwarp_f16,  // FP16 backward-filter, one warp per dY row, any shape (bfc_rowwarp_f16.cu)
   bfc_small,        // backward-filter, stride 1, filters up to 7x7, any C and alignment; FP32 and FP16 (bfc_small.cu)
-  bfc_span,         // FP16 backward-filter, stride 1, 3x3 / 5x5 / 7x7, rows of whole 16-byte chunks (bfc_span.cu)
+  bfc_span,         // backward-filter, stride 1, 3x3-9x9, 13x5, 5x13, rows of whole 16-byte chunks (bfc_span.cu)
 };
 const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 
