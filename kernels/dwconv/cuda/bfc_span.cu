@@ -36,6 +36,7 @@ namespace cnn::dwconv {
 namespace {
 
 constexpr int kLanes = 32;
+constexpr int kRowsPerWarp = 2;  // dY rows per warp in a tile (kTh)
 template <class T>
 constexpr int kPitch = span::kPitch<T, kLanes>;  // elements per staged pixel
 
@@ -167,8 +168,9 @@ using KernelFn = void (*)(SpanArgs<T>);
 
 template <class T, int FH, int FW>
 KernelFn<T> kernel_for_filter(int warps, int tw) {
-  if (warps == 4) return tw == 8 ? &bfc_span_kernel<T, FH, FW, 2, 8, 4> : &bfc_span_kernel<T, FH, FW, 2, 16, 4>;
-  return tw == 8 ? &bfc_span_kernel<T, FH, FW, 2, 8, 8> : &bfc_span_kernel<T, FH, FW, 2, 16, 8>;
+  constexpr int kTh = kRowsPerWarp;
+  if (warps == 4) return tw == 8 ? &bfc_span_kernel<T, FH, FW, kTh, 8, 4> : &bfc_span_kernel<T, FH, FW, kTh, 16, 4>;
+  return tw == 8 ? &bfc_span_kernel<T, FH, FW, kTh, 8, 8> : &bfc_span_kernel<T, FH, FW, kTh, 16, 8>;
 }
 
 // The filters instantiated: (FH, FW).
@@ -193,10 +195,10 @@ KernelFn<T> kernel_for(int fh, int fw, int warps, int tw) {
 // tile, and each warp's X rows serve two dY rows); 16 columns on maps wider than 8, else 8.
 template <class T>
 struct SpanPlan {
-  int th = 2, warps = 8, tw = 8, smem = 0, blocks_per_sm = 1;
+  int warps = 8, tw = 8, smem = 0, blocks_per_sm = 1;
   SpanArgs<T> args{};  // without pointers
   KernelFn<T> kernel = nullptr;
-  int rows() const { return warps * th; }
+  int rows() const { return warps * kRowsPerWarp; }
   int64_t blocks() const { return int64_t(args.slices) * args.z; }
 };
 
