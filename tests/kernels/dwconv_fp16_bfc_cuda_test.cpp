@@ -338,6 +338,56 @@ TEST(DwconvFp16Gpu, BackwardFilterSpanKernel) {
   EXPECT_FALSE(bfc_span_supports(same(1, 8, 8, 249, 5, 5).params(), 8, 2));  // 8-byte aligned tensors
 }
 
+// The tensor-core kernel (bfc_tc) launched directly and through the override: filters on the maps' own view (5 x K,
+// K up to 64: one to four 16-column tiles) and on the transposed one (K x 5, 13x5), 7x7 and 8x8 (8 rows, all MMA
+// columns in use) and 3x3 (lanes past the filter's rows reading zeros); C a multiple of 16 and not (124: a half-full
+// last block, 40, 12); 'same' and asymmetric padding, padding larger than F - 1; one image and several, so that a
+// block's dY rows start mid-image and cross images (the ring then restages a whole window). FP32 accumulation against
+// FP64 (expect_bfc_f16's fp32 bound and MARE), dW poisoned before the run. Odd C runs on padded copies through the
+// override; FP32 data, ha, 9x9 and unaligned tensors are refused.
+TEST(DwconvFp16Gpu, BackwardFilterTensorCoreKernel) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 8000;
+  for (const Case& k :
+       {same(2, 16, 24, 124, 5, 51), same(2, 24, 16, 124, 51, 5), same(1, 20, 40, 64, 5, 33),
+        same(3, 12, 20, 40, 5, 17), same(3, 8, 8, 1000, 13, 5), same(2, 9, 11, 40, 7, 7), same(1, 12, 12, 16, 8, 8),
+        same(5, 7, 9, 12, 3, 3), same(1, 64, 8, 12, 3, 20), Case{2, 13, 24, 36, 5, 13, 1, 1, 0, 6, 4, 2},
+        Case{1, 19, 30, 20, 47, 5, 1, 1, 30, 0, 1, 3}, Case{4, 10, 7, 8, 5, 5, 1, 1, 6, 1, 0, 7}}) {
+    ASSERT_TRUE(bfc_tc_f16_supports(k.params(), 16)) << k.params().str();
+    BfcF16Run b(k, seed);
+    const std::vector<double> got =
+        b.run([&](const __half* x, const __half* dy, float* dw) { launch_dwconv_bfc_tc_f16(x, dy, dw, b.p, nullptr); });
+    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32,
+                   dwconv_bfc_tc_f16_path_name(b.p) + " " + b.p.str() + " seed=" + std::to_string(seed++));
+  }
+  const Overrides saved = overrides();
+  set_overrides(parse_overrides("bfc=tc", "test"));
+  expect_forced_bfc_f16(same(2, 16, 16, 124, 47, 5), seed++, "bfc f16 tc (fp32 accumulation) F=47x5 transposed");
+  {
+    const Case odd = same(2, 16, 16, 249, 5, 47);
+    BfcF16Run b(odd, seed);
+    const std::vector<double> got = b.run([&](const __half* x, const __half* dy, float* dw) {
+      ScratchBuffer scratch;
+      dwconv_backward_filter_cuda(x, dy, dw, b.p, BfcAccum::fp32, nullptr, scratch.fn());
+    });
+    const std::string path = dwconv_path_name(DwconvOp::backward_filter, b.p, DType::f16, BfcAccum::fp32);
+    EXPECT_EQ(path.rfind("bfc f16 tc", 0), 0u) << path;
+    EXPECT_NE(path.find("padded 249->256"), std::string::npos) << path;
+    expect_bfc_f16(got, b.ref, b.p, BfcAccum::fp32, path + " " + b.p.str() + " seed=" + std::to_string(seed++));
+  }
+  EXPECT_THROW(
+      dwconv_path_name(DwconvOp::backward_filter, same(1, 8, 8, 64, 9, 9).params(), DType::f16, BfcAccum::fp32),
+      cnn::Error);
+  EXPECT_THROW(
+      dwconv_path_name(DwconvOp::backward_filter, same(1, 8, 8, 64, 5, 5).params(), DType::f32, BfcAccum::fp32),
+      cnn::Error);
+  set_overrides(saved);
+  EXPECT_FALSE(bfc_tc_f16_supports(same(1, 8, 8, 64, 5, 5).params(), 4));   // 4-byte aligned tensors
+  EXPECT_FALSE(bfc_tc_f16_supports(same(1, 8, 8, 62, 5, 5).params(), 16));  // C % 4 != 0
+  EXPECT_FALSE(bfc_tc_f16_supports(same(1, 8, 8, 64, 9, 65).params(), 16));
+  EXPECT_TRUE(bfc_tc_f16_supports(same(1, 8, 8, 64, 64, 8).params(), 16));
+}
+
 // The dispatcher's backward-filter choice. Hybrid accumulation: the register-tile kernel at stride 1 above 9 taps and
 // at any stride above 1 (on padded channels where C % 8 != 0 and C is odd), the tiled kernel for the other stride-1
 // shapes it supports (C % 4 == 0, unpadded). FP32 accumulation, C % 8 != 0 at stride 1: the span-staged kernel at

@@ -42,6 +42,7 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
   EXPECT_EQ(parse_overrides("fwd=tile", "VAR").fwd, Kernel::direct_tile);
   EXPECT_EQ(parse_overrides("bfc=small", "VAR").bfc, Kernel::bfc_small);
   EXPECT_EQ(parse_overrides("bfc=span", "VAR").bfc, Kernel::bfc_span);
+  EXPECT_EQ(parse_overrides("bfc=tc", "VAR").bfc, Kernel::bfc_tc);
   const Overrides empty = parse_overrides("", "VAR");
   EXPECT_TRUE(!empty.fwd && !empty.bfc && !empty.gemv && empty.tma_cols == 0 && !empty.pad && !empty.verbose);
   const GemvConfig g8 = *parse_overrides("gemv=8", "VAR").gemv;
@@ -222,6 +223,42 @@ TEST(DwconvSelect, BfcSmallPlans) {
 
 // The FP32 table: 3x3 row-sliding, 5x5 TMA (8-byte lanes, 16x8 tiles, three stages), GEMV elsewhere with TM 16 on
 // wide maps and the ring between 17 and 32; direct where the fast kernels cannot run.
+// FP16 backward-filter with FP32 accumulation: the tensor-core kernel for strips of at most 8 rows and more than 16
+// columns (or the transpose) on maps of at least 16 x 16 outputs, unpadded at C % 4 == 0 with 8-byte aligned tensors,
+// else on padded copies; not on 8x8 maps, not for squares, not with ha or FP32 data; the override checked.
+TEST(DwconvSelect, BfcTcPlans) {
+  const auto bfc = [](DType t, const DwconvParams& p, BfcAccum accum = BfcAccum::fp32, const char* text = "",
+                      int align = 16) {
+    return select(DwconvOp::backward_filter, t, p, accum, align, parse_overrides(text, "VAR"));
+  };
+  for (const DwconvParams& p : {same_pad(64, 64, 64, 124, 51, 5), same_pad(64, 64, 64, 124, 5, 51),
+                                same_pad(64, 64, 64, 128, 51, 5), same_pad(2, 20, 30, 64, 3, 17)}) {
+    const Plan plan = bfc(DType::f16, p);
+    EXPECT_TRUE(plan.kernel == Kernel::bfc_tc && plan.padded_c == 0) << p.str();
+  }
+  for (const DwconvParams& p : {same_pad(64, 32, 32, 249, 49, 5), same_pad(64, 32, 32, 249, 5, 49),
+                                same_pad(64, 16, 16, 499, 47, 5), same_pad(64, 16, 16, 499, 5, 47)}) {
+    const Plan plan = bfc(DType::f16, p);
+    EXPECT_TRUE(plan.kernel == Kernel::bfc_tc && plan.padded_c == (p.c + 7) / 8 * 8) << p.str();
+  }
+  const Plan narrow = bfc(DType::f16, same_pad(64, 64, 64, 124, 51, 5), BfcAccum::fp32, "", 4);  // 4-byte aligned
+  EXPECT_TRUE(narrow.kernel == Kernel::bfc_tc && narrow.padded_c == 128);
+  EXPECT_EQ(bfc(DType::f16, same_pad(64, 64, 64, 128, 51, 5), BfcAccum::fp32, "", 4).kernel, Kernel::bfc_tile);
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 8, 8, 998, 13, 5)).kernel, Kernel::bfc_tc);
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 16, 16, 128, 5, 13)).kernel, Kernel::bfc_tc);  // 16 columns or fewer
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 12, 64, 128, 5, 51)).kernel, Kernel::bfc_tc);  // 12 rows
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 64, 64, 128, 7, 7)).kernel, Kernel::bfc_tc);
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 64, 64, 124, 51, 5), BfcAccum::ha).kernel, Kernel::bfc_tc);
+  EXPECT_NE(bfc(DType::f32, same_pad(64, 64, 64, 124, 51, 5)).kernel, Kernel::bfc_tc);
+  EXPECT_NE(bfc(DType::f16, same_pad(64, 32, 32, 249, 49, 5), BfcAccum::fp32, "pad=off").kernel, Kernel::bfc_tc);
+  const Plan forced = bfc(DType::f16, same_pad(64, 64, 64, 128, 7, 7), BfcAccum::fp32, "bfc=tc");
+  EXPECT_TRUE(forced.kernel == Kernel::bfc_tc && forced.padded_c == 0);
+  EXPECT_EQ(bfc(DType::f16, same_pad(64, 8, 8, 998, 13, 5), BfcAccum::fp32, "bfc=tc").padded_c, 1000);
+  EXPECT_THROW(bfc(DType::f32, same_pad(64, 64, 64, 128, 7, 7), BfcAccum::fp32, "bfc=tc"), cnn::Error);
+  EXPECT_THROW(bfc(DType::f16, same_pad(64, 64, 64, 128, 7, 7), BfcAccum::ha, "bfc=tc"), cnn::Error);
+  EXPECT_THROW(bfc(DType::f16, same_pad(64, 64, 64, 128, 9, 9), BfcAccum::fp32, "bfc=tc"), cnn::Error);
+}
+
 TEST(DwconvSelectGpu, Fp32Plans) {
   CNN_REQUIRE_GPU();
   const Overrides none;

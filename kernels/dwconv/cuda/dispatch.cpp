@@ -79,6 +79,9 @@ void run_backward_filter(const __half* x, const __half* dy, float* dw, const Dwc
     case Kernel::bfc_span:
       CNN_CHECK(accum == BfcAccum::fp32, "dwconv: plan bfc_span accumulates in FP32, got ", bfc_accum_name(accum));
       return launch_dwconv_bfc_span_f16(x, dy, dw, p, stream);
+    case Kernel::bfc_tc:
+      CNN_CHECK(accum == BfcAccum::fp32, "dwconv: plan bfc_tc accumulates in FP32, got ", bfc_accum_name(accum));
+      return launch_dwconv_bfc_tc_f16(x, dy, dw, p, stream);
     default: not_for(plan, "an FP16 backward-filter kernel");
   }
 }

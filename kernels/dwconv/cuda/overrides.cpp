@@ -46,7 +46,8 @@ Kernel parse_bfc_kernel(const std::string& v, const char* what) {
   if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
   if (v == "small") return Kernel::bfc_small;
   if (v == "span") return Kernel::bfc_span;
-  bad_override(what, "bfc must be tile|strip|rowwarp|small|span, got '", v, "'");
+  if (v == "tc") return Kernel::bfc_tc;
+  bad_override(what, "bfc must be tile|strip|rowwarp|small|span|tc, got '", v, "'");
 }
 
 // "TM[+ring][+whole]", each flag at most once.

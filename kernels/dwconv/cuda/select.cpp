@@ -184,6 +184,29 @@ bool ring_pairs_unpadded(DType dtype, const DwconvParams& p, const ConvGeometry&
   return ring_is_choice(g, o) && ring_mma(ring_view(g, o), o) == RingMma::pairs;
 }
 
+// The tensor-core backward-filter kernel stages 4-channel groups with 8-byte copies: it runs C % 4 == 0 with 8-byte
+// aligned tensors as they are, other C on copies padded to a multiple of 8.
+bool bfc_tc_unpadded(const DwconvParams& p, int align) { return p.c % 4 == 0 && align >= 8; }
+
+// FP16 backward-filter with FP32 accumulation on the tensor-core kernel for strips: at most 8 rows and more than 16
+// columns, or the transpose (SLaK's FK x 5 and 5 x FK), on maps of at least 16 x 16 outputs. A/B against the
+// register-tile kernel in one call (H100): 51x5 / 5x51 at 64x64x64x124 2.6x / 2.5x (0.82 -> 0.31 ms), 49x5 / 5x49 at
+// 64x32x32x249 1.8x, 47x5 / 5x47 at 64x16x16x499 1.6-1.8x (both on copies padded to 256 / 504 channels). Not below
+// (forced, H200): 13x5 / 5x13 on 8x8 maps run 0.31x of bfc_span and square filters up to 7x7 0.4-0.95x of their
+// kernels (few of the MMAs' 16 x 8 outputs in use, each dY row's staging and barrier spread over little work).
+constexpr int kBfcTcMinCols = 17, kBfcTcMinMap = 16;
+bool bfc_tc_shape_wins(DType dtype, const DwconvParams& p, BfcAccum accum) {
+  return dtype == DType::f16 && accum == BfcAccum::fp32 && stride1(p) && std::min(p.fh, p.fw) <= kBfcTcMaxRows &&
+         std::max(p.fh, p.fw) >= kBfcTcMinCols && p.oh() >= kBfcTcMinMap && p.ow() >= kBfcTcMinMap;
+}
+// ... where the kernel takes the tensors as they are or their channel-padded copies.
+bool bfc_tc_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
+  if (!bfc_tc_shape_wins(dtype, p, accum)) return false;
+  DwconvParams padded = p;
+  padded.c = (p.c + 7) / 8 * 8;
+  return bfc_tc_f16_supports(p, align) || (p.c % 8 != 0 && bfc_tc_f16_supports(padded, 16));
+}
+
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
   const int vec = vector_width(dtype);
   if (p.c % vec == 0 || (o.pad && !*o.pad)) return 0;
@@ -193,6 +216,8 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
+    if (o.bfc == Kernel::bfc_tc || (!o.bfc && bfc_tc_wins(dtype, p, accum, align)))
+      return bfc_tc_unpadded(p, align) ? 0 : cp;
     if (!o.bfc && (bfc_span_wins(dtype, p, accum, align) || bfc_small_wins(dtype, p, accum, align))) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
@@ -314,6 +339,18 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
+  if (o.bfc == Kernel::bfc_tc) {
+    check_forced(f16 && bfc_tc_f16_supports(p, align), "bfc_tc",
+                 "FP16 data, stride 1, a filter of at most 8 rows and 64 columns (or the transpose) and maps whose "
+                 "rows fit a block's shared memory",
+                 p);
+    CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_tc: needs fp32 accumulation, got ha for ", p.str());
+  }
+  if (o.bfc == Kernel::bfc_tc ||
+      (!o.bfc && bfc_tc_shape_wins(dtype, p, accum) && bfc_tc_f16_supports(p, align))) {  // p: padded if it pads
+    plan.kernel = Kernel::bfc_tc;
+    return plan;
+  }
   const bool forced_span = o.bfc == Kernel::bfc_span;
   if (forced_span) {
     check_forced(
@@ -376,6 +413,8 @@ const char* kernel_name(Kernel k) {
     case Kernel::bfc_rowwarp_f16: return "bfc_rowwarp_f16";
     case Kernel::bfc_small: return "bfc_small";
     case Kernel::bfc_span: return "bfc_span";
+    case Kernel::bfc_tc:
+      return "bfc_tc";
   }
   return "unknown";
 }
@@ -440,6 +479,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_small_path_name(p, f16, plan.small_lane_channels, BfcSmallForce{});
     case Kernel::bfc_span:
       return dwconv_bfc_span_path_name(p, f16);
+    case Kernel::bfc_tc:
+      return dwconv_bfc_tc_f16_path_name(p);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
                      " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", direct_tile_width(g, f16),

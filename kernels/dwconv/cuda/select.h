@@ -29,6 +29,7 @@ enum class Kernel {
   bfc_rowwarp_f16,  // FP16 backward-filter, one warp per dY row, any shape (bfc_rowwarp_f16.cu)
   bfc_small,        // backward-filter, stride 1, filters up to 7x7, any C and alignment; FP32 and FP16 (bfc_small.cu)
   bfc_span,         // backward-filter, stride 1, 3x3-9x9, 13x5, 5x13, rows of whole 16-byte chunks (bfc_span.cu)
+  bfc_tc,           // FP16 backward-filter on tensor cores, stride 1, up to 8 x 64 or 64 x 8 (bfc_tc_f16.cu)
 };
 const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 
@@ -36,8 +37,8 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 // "key=value,key=value,...", read from the environment variable CNN_DWCONV or from dwconv-bench --kernel:
 //   fwd=direct|tile|vslide|tma|gemv|cc|ring|tc   the forward-style kernel (fwd and stride-1 bdc); FP32 takes
 //                                           direct|tile|vslide|tma|gemv, FP16 direct|tile|tma|cc|ring|tc
-//   bfc=tile|strip|rowwarp|small|span       the backward-filter kernel (FP32 takes tile|small|span; small and span
-//                                           need fp32 accumulation, not ha)
+//   bfc=tile|strip|rowwarp|small|span|tc    the backward-filter kernel (FP32 takes tile|small|span; small, span
+//                                           and tc need fp32 accumulation, not ha; tc is FP16 only)
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
 //   ring_mma=taps|pairs  ring_q=1|2|4  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
