@@ -1,5 +1,6 @@
 // The kernel overrides (select.h, Overrides): the text form "key=value,..." of CNN_DWCONV and dwconv-bench --kernel,
 // parsed with a one-line error per bad key or value, and the process-wide overrides that select's callers read.
+#include <cstddef>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -16,38 +17,44 @@ template <class... A>
   throw Error(str_cat(what, ": ", a...));
 }
 
+// "a|b|c": the accepted values, for the error messages.
+template <class Range, class Name>
+std::string alternatives(const Range& values, Name name) {
+  std::string list;
+  for (const auto& v : values) {
+    if (!list.empty()) list += '|';
+    list += name(v);
+  }
+  return list;
+}
+
 int parse_choice(const std::string& key, const std::string& value, std::initializer_list<int> allowed,
                  const char* what) {
   for (int a : allowed)
     if (value == std::to_string(a)) return a;
-  std::string list;
-  for (int a : allowed) {
-    if (!list.empty()) list += '|';
-    list += std::to_string(a);
-  }
-  bad_override(what, key, " must be ", list, ", got '", value, "'");
+  bad_override(what, key, " must be ", alternatives(allowed, [](int a) { return std::to_string(a); }), ", got '", value,
+               "'");
 }
 
-Kernel parse_fwd_kernel(const std::string& v, const char* what) {
-  if (v == "direct") return Kernel::direct;
-  if (v == "tile") return Kernel::direct_tile;
-  if (v == "vslide") return Kernel::fwd_vslide;
-  if (v == "tma") return Kernel::fwd_tma_cc;
-  if (v == "gemv") return Kernel::fwd_gemv;
-  if (v == "cc") return Kernel::fwd_cc_f16;
-  if (v == "ring") return Kernel::fwd_tc_ring;
-  if (v == "tc") return Kernel::fwd_tc;
-  bad_override(what, "fwd must be direct|tile|vslide|tma|gemv|cc|ring|tc, got '", v, "'");
-}
+// The kernels the fwd and bfc keys name: the accepted values and their error messages read the same table.
+struct KernelName {
+  const char* name;
+  Kernel kernel;
+};
+constexpr KernelName kFwdKernels[] = {{"direct", Kernel::direct},     {"tile", Kernel::direct_tile},
+                                      {"vslide", Kernel::fwd_vslide}, {"tma", Kernel::fwd_tma_cc},
+                                      {"gemv", Kernel::fwd_gemv},     {"cc", Kernel::fwd_cc_f16},
+                                      {"ring", Kernel::fwd_tc_ring},  {"tc", Kernel::fwd_tc}};
+constexpr KernelName kBfcKernels[] = {{"tile", Kernel::bfc_tile},           {"strip", Kernel::bfc_strip_f16},
+                                      {"rowwarp", Kernel::bfc_rowwarp_f16}, {"small", Kernel::bfc_small},
+                                      {"span", Kernel::bfc_span},           {"tc", Kernel::bfc_tc}};
 
-Kernel parse_bfc_kernel(const std::string& v, const char* what) {
-  if (v == "tile") return Kernel::bfc_tile;
-  if (v == "strip") return Kernel::bfc_strip_f16;
-  if (v == "rowwarp") return Kernel::bfc_rowwarp_f16;
-  if (v == "small") return Kernel::bfc_small;
-  if (v == "span") return Kernel::bfc_span;
-  if (v == "tc") return Kernel::bfc_tc;
-  bad_override(what, "bfc must be tile|strip|rowwarp|small|span|tc, got '", v, "'");
+template <size_t N>
+Kernel parse_kernel(const std::string& key, const std::string& v, const KernelName (&names)[N], const char* what) {
+  for (const KernelName& n : names)
+    if (v == n.name) return n.kernel;
+  bad_override(what, key, " must be ", alternatives(names, [](const KernelName& n) { return std::string(n.name); }),
+               ", got '", v, "'");
 }
 
 // "TM[+ring][+whole]", each flag at most once.
@@ -82,9 +89,9 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
   }
   if (value.empty()) bad_override(what, "expected key=value, got '", key, "'");
   if (key == "fwd") {
-    o.fwd = parse_fwd_kernel(value, what);
+    o.fwd = parse_kernel(key, value, kFwdKernels, what);
   } else if (key == "bfc") {
-    o.bfc = parse_bfc_kernel(value, what);
+    o.bfc = parse_kernel(key, value, kBfcKernels, what);
   } else if (key == "gemv") {
     o.gemv = parse_gemv(value, what);
   } else if (key == "tma_lane") {
