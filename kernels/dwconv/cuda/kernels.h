@@ -235,7 +235,7 @@ void launch_dwconv_bfc_span_f16(const __half* x, const __half* dy, float* dw, co
 // e.g. "bfc f16 span (fp32 accumulation) F=5x5 ..."
 std::string dwconv_bfc_span_path_name(const DwconvParams& p, bool f16);
 
-// ---- FP16 backward-filter on tensor cores (bfc_tc_f16.cu): stride 1, FP32 accumulation (m16n8k8 MMAs with FP32
+// ---- FP16 backward-filter on tensor cores (bfc_tc_f16.cu): stride 1, FP32 accumulation (m16n8k16 MMAs with FP32
 // accumulators), filters of at most kBfcTcMaxRows x kBfcTcMaxCols or the transpose (run on the maps' transposed
 // view), C % 4 == 0 with 8-byte aligned x and dy, and maps whose rows fit a block's shared memory. Zeroes dw, then
 // FP32 atomic adds of each block's dW tiles.

@@ -194,17 +194,11 @@ bool bfc_tc_unpadded(const DwconvParams& p, int align) { return p.c % 4 == 0 && 
 // 64x32x32x249 1.8x, 47x5 / 5x47 at 64x16x16x499 1.6-1.8x (both on copies padded to 256 / 504 channels). Not below
 // (forced, H200): 13x5 / 5x13 on 8x8 maps run 0.31x of bfc_span and square filters up to 7x7 0.4-0.95x of their
 // kernels (few of the MMAs' 16 x 8 outputs in use, each dY row's staging and barrier spread over little work).
+// Where the kernel cannot take the tensors as they are, padded_channels gives it padded copies if it takes those.
 constexpr int kBfcTcMinCols = 17, kBfcTcMinMap = 16;
 bool bfc_tc_shape_wins(DType dtype, const DwconvParams& p, BfcAccum accum) {
   return dtype == DType::f16 && accum == BfcAccum::fp32 && stride1(p) && std::min(p.fh, p.fw) <= kBfcTcMaxRows &&
          std::max(p.fh, p.fw) >= kBfcTcMinCols && p.oh() >= kBfcTcMinMap && p.ow() >= kBfcTcMinMap;
-}
-// ... where the kernel takes the tensors as they are or their channel-padded copies.
-bool bfc_tc_wins(DType dtype, const DwconvParams& p, BfcAccum accum, int align) {
-  if (!bfc_tc_shape_wins(dtype, p, accum)) return false;
-  DwconvParams padded = p;
-  padded.c = (p.c + 7) / 8 * 8;
-  return bfc_tc_f16_supports(p, align) || (p.c % 8 != 0 && bfc_tc_f16_supports(padded, 16));
 }
 
 int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int align, const Overrides& o) {
@@ -216,8 +210,13 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   if (o.pad) return op == DwconvOp::backward_filter || stride1(p) ? cp : 0;  // pad=on
   if (op == DwconvOp::backward_filter) {
     if (o.bfc && *o.bfc == Kernel::bfc_rowwarp_f16) return 0;
-    if (o.bfc == Kernel::bfc_tc || (!o.bfc && bfc_tc_wins(dtype, p, accum, align)))
-      return bfc_tc_unpadded(p, align) ? 0 : cp;
+    if (o.bfc == Kernel::bfc_tc) return bfc_tc_unpadded(p, align) ? 0 : cp;
+    if (!o.bfc && bfc_tc_shape_wins(dtype, p, accum)) {
+      if (bfc_tc_f16_supports(p, align)) return 0;
+      DwconvParams padded = p;
+      padded.c = cp;
+      if (bfc_tc_f16_supports(padded, 16)) return cp;
+    }
     if (!o.bfc && (bfc_span_wins(dtype, p, accum, align) || bfc_small_wins(dtype, p, accum, align))) return 0;
     const bool strip_unpadded = dtype == DType::f16 && stride1(p) && p.c % 4 == 0 && align >= 8;
     const bool strip_wins = o.bfc ? *o.bfc == Kernel::bfc_strip_f16 : p.fh * p.fw <= kBfcStripMaxTaps;
@@ -339,15 +338,15 @@ Plan backward_filter(DType dtype, const DwconvParams& p, BfcAccum accum, int ali
   Plan plan;
   plan.kernel = Kernel::bfc_tile;
   plan.bfc = BfcForce{o.bfc_tile.r, o.bfc_tile.tm, 0};
-  if (o.bfc == Kernel::bfc_tc) {
+  const bool forced_tc = o.bfc == Kernel::bfc_tc;
+  if (forced_tc) {
     check_forced(f16 && bfc_tc_f16_supports(p, align), "bfc_tc",
                  "FP16 data, stride 1, a filter of at most 8 rows and 64 columns (or the transpose) and maps whose "
                  "rows fit a block's shared memory",
                  p);
     CNN_CHECK(accum == BfcAccum::fp32, "dwconv kernel override bfc_tc: needs fp32 accumulation, got ha for ", p.str());
   }
-  if (o.bfc == Kernel::bfc_tc ||
-      (!o.bfc && bfc_tc_shape_wins(dtype, p, accum) && bfc_tc_f16_supports(p, align))) {  // p: padded if it pads
+  if (forced_tc || (!o.bfc && bfc_tc_shape_wins(dtype, p, accum) && bfc_tc_f16_supports(p, align))) {
     plan.kernel = Kernel::bfc_tc;
     return plan;
   }
