@@ -175,8 +175,9 @@ const std::vector<Case>& awkward_cases() {
       {1, 17, 34, 37, 4, 5, 1, 1, 1, 2, 3, 1},  // the tiled kernel: even filter height, asymmetric padding
       {1, 17, 34, 37, 3, 5, 1, 1, 4, 0, 0, 5},  // the tiled kernel: padding > F-1, bdc crops
       same(1, 17, 34, 130, 9, 9),               // C % 4 != 0 (padded to 132), several channel blocks
-      same(1, 13, 20, 249, 5, 51),              // SLaK's strip and width, padded to 252
+      same(1, 13, 20, 249, 5, 51),              // SLaK's strip and width, padded to 252, C-channel output stores
       same(2, 15, 12, 499, 51, 5),
+      same(1, 13, 20, 249, 15, 15),  // padded, the padded output cropped
       same(1, 1, 1, 36, 3, 3),       // 1x1 map
       same(3, 40, 70, 100, 17, 17),  // C % 32 != 0 with the vector path, several tiles
       same(2, 8, 8, 998, 5, 5),      // even C % 4 != 0, 8 rows: the tiled kernel, 2 channels per lane
@@ -240,6 +241,45 @@ TEST(DwconvGpu, GemvEveryConfigurationMatchesReference) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       expect_close(download(y_d, p.y_elems()), y_ref, y_mag, p.fh * p.fw,
                    dwconv_gemv_path_name(forward_geometry(p), cfg) + " " + p.str() + " seed=" + std::to_string(seed - 1));
+    }
+  }
+}
+
+// Rows of c values copied into rows of cp >= c values, zeros after them (what a padded plan's copies hold).
+std::vector<double> padded_rows(const std::vector<double>& v, int c, int cp) {
+  const size_t rows = v.size() / c;
+  std::vector<double> out(rows * cp, 0.0);
+  for (size_t r = 0; r < rows; ++r)
+    for (int ch = 0; ch < c; ++ch) out[r * cp + ch] = v[r * c + ch];
+  return out;
+}
+
+// On channel-padded inputs (src_c > C) the GEMV kernel writes the output at C channels itself: every configuration,
+// C % 4 = 1, 3 and 2, a destination one float off 16-byte alignment, with bias; the float past the output stays
+// untouched.
+TEST(DwconvGpu, GemvWritesUnpaddedOutputFromPaddedCopies) {
+  CNN_REQUIRE_GPU();
+  uint64_t seed = 9100;
+  for (const Case& k : {same(1, 13, 20, 249, 5, 51), same(2, 15, 12, 499, 51, 5), same(1, 17, 34, 130, 9, 9)}) {
+    const DwconvParams p = params_of(k);
+    const int cp = (p.c + 3) / 4 * 4;
+    const ForwardStyleData fd = forward_style_data(p, seed++);
+    DeviceFloats x_d(p.x_elems() / p.c * cp), w_d(p.w_elems() / p.c * cp), b_d(cp), y_d(p.y_elems() + 1, 1);
+    upload(x_d, padded_rows(fd.x, p.c, cp)), upload(w_d, padded_rows(fd.w, p.c, cp));
+    upload(b_d, padded_rows(fd.bias, p.c, cp));
+    for (int variant = 0; variant < 8; ++variant) {
+      ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, (p.y_elems() + 1) * sizeof(float)), cudaSuccess);  // NaN poison
+      GemvConfig cfg;
+      cfg.tm = variant & 1 ? 16 : 8;
+      cfg.prefetch = variant & 2;
+      cfg.whole_filter = (variant & 4) && gemv_whole_filter_fits(p.fh, p.fw);
+      launch_dwconv_gemv(x_d.get(), w_d.get(), b_d.get(), y_d.get(), forward_geometry(p), cfg, nullptr, cp);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> y = download(y_d, p.y_elems() + 1);
+      EXPECT_TRUE(std::isnan(y.back())) << "wrote past the output: " << p.str();
+      y.pop_back();
+      expect_close(y, fd.y_ref, fd.y_mag, p.fh * p.fw + 1,
+                   dwconv_gemv_path_name(forward_geometry(p), cfg) + " src_c=" + std::to_string(cp) + " " + p.str());
     }
   }
 }

@@ -110,19 +110,18 @@ size_t bytes_of(int64_t elems) {
   return size_t(elems) * sizeof(T);
 }
 
-// Whether a padded plan's kernel writes the unpadded output itself from the padded inputs (the ring kernel: its
-// stores take any C), which saves the output's padded copy and its crop.
-bool writes_unpadded_output(const Plan& plan) { return plan.kernel == Kernel::fwd_tc_ring; }
-
 // A padded forward-style plan's kernel on padded inputs (plan.padded_c channels), output dst: padded too, or with C
-// channels where writes_unpadded_output.
-void run_forward_style_on_padded(const float* src_p, const float* w_p, const float* bias_p, float* dst, int,
+// channels where the plan writes_unpadded.
+void run_forward_style_on_padded(const float* src_p, const float* w_p, const float* bias_p, float* dst, int c,
                                  const Plan& plan, cudaStream_t stream) {
-  run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
+  if (!plan.writes_unpadded) return run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
+  ConvGeometry g = plan.g;
+  g.c = c;
+  launch_dwconv_gemv(src_p, w_p, bias_p, dst, g, plan.gemv, stream, plan.padded_c);
 }
 void run_forward_style_on_padded(const __half* src_p, const __half* w_p, const __half* bias_p, __half* dst, int c,
                                  const Plan& plan, cudaStream_t stream) {
-  if (!writes_unpadded_output(plan)) return run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
+  if (!plan.writes_unpadded) return run_forward_style(src_p, w_p, bias_p, dst, plan, stream);
   ConvGeometry g = plan.g;
   g.c = c;
   launch_dwconv_tc_ring_f16(src_p, w_p, bias_p, dst, g, plan.ring_q, plan.ring_mma, plan.ring_transposed, stream,
@@ -136,7 +135,7 @@ void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const 
                               const DwconvScratch& scratch, const char* name) {
   const int c = p.c, cp = plan.padded_c;
   const int64_t taps = int64_t(p.fh) * p.fw;
-  const bool crop = !writes_unpadded_output(plan);
+  const bool crop = !plan.writes_unpadded;
   ScratchLayout l;
   const size_t o_src = l.add(bytes_of<T>(src_rows * cp)), o_dst = l.add(crop ? bytes_of<T>(dst_rows * cp) : 0),
                o_w = l.add(bytes_of<T>(taps * cp)), o_bias = l.add(bias ? bytes_of<T>(cp) : 0);
@@ -246,7 +245,7 @@ void backward_filter(const T* x, const T* dy, float* dw, const DwconvParams& p, 
 }
 
 // Both backward ops of one convolution. Where both plans pad to the same width (stride 1), dY is padded once: pad
-// dY and W, backward-data, crop dX (or write it unpadded: writes_unpadded_output); pad X into dX's padded space (the
+// dY and W, backward-data, crop dX (or write it unpadded: Plan::writes_unpadded); pad X into dX's padded space (the
 // crop has read it: same stream), backward-filter, crop dW. Otherwise each op runs on its plan as its entry would
 // (planned once here).
 template <class T>
@@ -275,7 +274,7 @@ void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const Dwcon
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
   kernels::launch_pad_channels(dy, dy_p, y_rows(p), p.c, q.c, stream);
   kernels::launch_pad_channels(w, w_p, taps, p.c, q.c, stream);
-  const bool crop_dx = !writes_unpadded_output(bdc);
+  const bool crop_dx = !bdc.writes_unpadded;
   run_forward_style_on_padded(dy_p, w_p, static_cast<const T*>(nullptr), crop_dx ? x_p : dx, p.c, bdc, stream);
   if (crop_dx) kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);
   kernels::launch_pad_channels(x, x_p, x_rows(p), p.c, q.c, stream);

@@ -59,13 +59,15 @@ using DeviceShapeKey = std::array<int, 13>;
 DeviceShapeKey device_shape_key(const DwconvParams& p);
 
 // ---- FP32 GEMV kernel (fwd_gemv.cu, flash-dwc.md section 3): stride 1, C % 4 == 0, 16-byte aligned pointers.
+// `src_c`: the channels of src's, w's and bias's rows where they are channel-padded copies (>= g.c, % 4 == 0), 0
+// where they have g.c; dst has g.c channels at any float alignment.
 struct GemvConfig {
   int tm = 8;             // consecutive outputs per thread: 8 or 16
   bool prefetch = false;  // register ring of 2*TM inputs: each load is issued TM taps before its first use
   bool whole_filter = false;  // stage all FH filter rows in shared memory once (small filters) instead of two
 };
 void launch_dwconv_gemv(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                        const GemvConfig& cfg, cudaStream_t stream);
+                        const GemvConfig& cfg, cudaStream_t stream, int src_c = 0);
 std::string dwconv_gemv_path_name(const ConvGeometry& g, const GemvConfig& cfg);
 bool gemv_whole_filter_fits(int fh, int fw);  // all FH filter rows fit the kernel's shared-memory stage
 

@@ -233,6 +233,18 @@ int padded_channels(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum ac
   return o.fwd || !direct_tile_instead_of_padding(dtype, p) ? cp : 0;
 }
 
+// Padded forward-style plans whose kernel writes the C-channel output itself from the padded inputs, which saves the
+// output's padded copy and its crop: the ring kernel (its stores take any C), and the FP32 GEMV kernel on strips (a
+// side of at most 5 taps: SLaK's FK x 5 and 5 x FK), whose C-channel stores (one float per store, a warp's 32 lanes
+// covering one position's 32 channels) ran 1.04-1.10x the padded output and its crop at 64x32x32x249 and
+// 64x16x16x499 (47x5 to 5x49, forward and backward-data; H200, A/B in one call). At 15x15 they ran 0.93-0.97x: the
+// crop stays there.
+constexpr int kGemvUnpaddedMaxSide = 5;
+bool writes_unpadded(const Plan& plan) {
+  return plan.kernel == Kernel::fwd_tc_ring ||
+         (plan.kernel == Kernel::fwd_gemv && std::min(plan.g.fh, plan.g.fw) <= kGemvUnpaddedMaxSide);
+}
+
 // ---- Selection --------------------------------------------------------------------------------------------------
 
 // A forced kernel that cannot run the shape: one line naming the override.
@@ -430,6 +442,7 @@ Plan select(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum accum, int
     Plan plan = op == DwconvOp::backward_filter ? backward_filter(dtype, q, accum, kScratchAlign, o)
                                                 : forward_style(op, dtype, q, kScratchAlign, o);
     plan.padded_c = cp;
+    plan.writes_unpadded = op != DwconvOp::backward_filter && writes_unpadded(plan);
     return plan;
   }
   if (op == DwconvOp::backward_filter) return backward_filter(dtype, p, accum, align, o);

@@ -68,9 +68,10 @@ void set_overrides(const Overrides& o);
 struct Plan {
   Kernel kernel = Kernel::direct;
   // > 0: the kernel runs on copies of the tensors padded with zero channels to this many (a multiple of the vector
-  // width), and the output's first C channels are copied back (the ring kernel writes them itself: dispatch.cpp's
-  // writes_unpadded_output); every other field describes the padded problem.
+  // width), and the output's first C channels are copied back, or written by the kernel itself (writes_unpadded);
+  // every other field describes the padded problem.
   int padded_c = 0;
+  bool writes_unpadded = false;  // padded forward-style plans: the kernel stores the C-channel output directly
   ConvGeometry g;      // forward-style kernels: source -> destination geometry (flipped for backward-data)
   bool vec = false;    // direct kernels: the vector path (C % 4 FP32 / C % 8 FP16 and 16-byte aligned tensors)
   GemvConfig gemv;     // fwd_gemv
