@@ -52,7 +52,7 @@ __device__ __forceinline__ int src_channels(const GemvArgs& a) {
 }
 
 // Copies filter row i (FW taps x 32 channels; rotated when flipping) into shared memory with cp.async.cg.
-// Channels past C are zero-filled.
+// Channels past the filter rows' own are zero-filled.
 template <bool kNarrowOut>
 __device__ __forceinline__ void stage_filter_row(float* ws, const GemvArgs& a, int fw, int i, int c0) {
   const int src_i = a.flip ? a.fh - 1 - i : i;
@@ -116,7 +116,8 @@ __device__ __forceinline__ void gemv_row(float4 (&acc)[kTM], float4 (&ring)[kRin
 // The unpadded output of a C % 4 != 0 map: rows are not 16-byte aligned, so one float per store. A warp's lanes
 // hold 4 position slots x 8 channel quads; each store instruction writes one slot's 32 channels from all 32 lanes
 // (lane l: channel l, element l % 4 of quad l / 4, fetched by four shuffles), one contiguous 128-byte run instead of
-// four runs of 4-byte pieces 16 bytes apart. Position (oh, ow) of slot s: slot_position.
+// four runs of 4-byte pieces 16 bytes apart. Slot s is the position the kernel gives the lanes of spatial slot s: row
+// oh_w + s / groups_per_row, columns from ow0 + TM (s % groups_per_row).
 template <int kTM>
 __device__ __forceinline__ void store_narrow(const GemvArgs& a, const float4 (&acc)[kTM], const float4 b, int n,
                                              int oh_w, int ow0, int c0) {
@@ -140,9 +141,9 @@ __device__ __forceinline__ void store_narrow(const GemvArgs& a, const float4 (&a
 // Registers: acc (4*TM) + ring (4*kRing) + the loads of a block hoisted ahead by the compiler.
 constexpr int min_blocks_per_sm(int tm, int ring) { return 4 * (tm + ring) <= 64 ? 4 : (4 * (tm + ring) <= 96 ? 3 : 2); }
 
-// kNarrowOut: src, w and bias have src_c channels, dst C % 4 != 0 (store_narrow); the grid is 1-D with the channel
-// block fastest, so the blocks that write one position's channels run together and its sectors that two channel
-// blocks share are completed in L2 rather than written to memory in parts.
+// kNarrowOut: src, w and bias have src_c channels, dst C at any float alignment (store_narrow); the grid is 1-D with
+// the channel block fastest, so the blocks that write one position's channels run together and its sectors that two
+// channel blocks share are completed in L2 rather than written to memory in parts.
 template <int kFW, int kTM, int kRing, bool kWholeFilter, bool kNarrowOut>
 __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kTM, kRing)) dwconv_gemv_kernel(const GemvArgs a) {
   extern __shared__ float4 smem_f4[];
