@@ -3,7 +3,8 @@
 # dwconv-bench (no cuDNN, no accuracy check) with A, B, A, B per data type, so each pair runs back to back on the same
 # machine; bench/dwconv_ab.py then prints, per point, the speed ratio A / B (above 1: B is faster).
 # usage: scripts/device/ab_dwconv.sh A.tar.xz B.tar.xz DTYPES MAPS FILTERS [OPS]
-#   A, B: bundles from scripts/device-bundle.sh; A may be its libcnn.so alone (see ab_bundles.sh). DTYPES: f16, f32
+#   A, B: bundles from scripts/device-bundle.sh; A may be its libcnn.so alone, or A a pair from scripts/ab-pack.sh
+#   and B "-" (see ab_bundles.sh). DTYPES: f16, f32
 #   or f16,f32.
 #   MAPS, FILTERS, OPS: dwconv-bench's --maps, --filters and --op (OPS defaults to fwd,bdc,bfc).
 # Results under $OUT: ab-dwconv.tgz (CSVs, logs); the test summary and the comparison last.

@@ -4,7 +4,8 @@
 # each pair runs back to back on the same machine. The profiles say where a difference sits (per op kind and layer).
 # usage: scripts/device/ab_train.sh A.tar.xz B.tar.xz MODEL...
 #   A, B: bundles from scripts/device-bundle.sh (e.g. main's and a branch's, carried). Two whole bundles overrun the
-#   64 MiB carry: A may be its bundle/commit and bundle/lib/libcnn.so alone (see ab_bundles.sh).
+#   64 MiB carry: A may be its bundle/commit and bundle/lib/libcnn.so alone, or A a pair from scripts/ab-pack.sh and
+#   B "-" (see ab_bundles.sh).
 # Results under $OUT: ab-train.tgz (suite logs, profiles); a summary last (the step and the op kinds, A then B).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
