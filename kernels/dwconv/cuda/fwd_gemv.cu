@@ -117,10 +117,10 @@ __device__ __forceinline__ void gemv_row(float4 (&acc)[kTM], float4 (&ring)[kRin
 // hold 4 position slots x 8 channel quads; each store instruction writes one slot's 32 channels from all 32 lanes
 // (lane l: channel l, element l % 4 of quad l / 4, fetched by four shuffles), one contiguous 128-byte run instead of
 // four runs of 4-byte pieces 16 bytes apart. Slot s is the position the kernel gives the lanes of spatial slot s: row
-// oh_w + s / groups_per_row, columns from ow0 + TM (s % groups_per_row).
+// oh_w + s / groups_per_row, columns from ow0 + TM (s % groups_per_row). `out_v` holds the outputs, bias added.
 template <int kTM>
-__device__ __forceinline__ void store_narrow(const GemvArgs& a, const float4 (&acc)[kTM], const float4 b, int n,
-                                             int oh_w, int ow0, int c0) {
+__device__ __forceinline__ void store_narrow(const GemvArgs& a, const float4 (&out_v)[kTM], int n, int oh_w, int ow0,
+                                             int c0) {
   const int lane = threadIdx.x & 31, from = lane >> 2, e = lane & 3;
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
@@ -130,7 +130,7 @@ __device__ __forceinline__ void store_narrow(const GemvArgs& a, const float4 (&a
                  c0 + lane;
 #pragma unroll
     for (int t = 0; t < kTM; ++t) {
-      const float4 v = make_float4(acc[t].x + b.x, acc[t].y + b.y, acc[t].z + b.z, acc[t].w + b.w);
+      const float4 v = out_v[t];
       const float x = __shfl_sync(0xffffffffu, v.x, 8 * s + from), y = __shfl_sync(0xffffffffu, v.y, 8 * s + from),
                   z = __shfl_sync(0xffffffffu, v.z, 8 * s + from), w = __shfl_sync(0xffffffffu, v.w, 8 * s + from);
       if (slot_ok && ow + t < a.out_w) __stcs(out + t * a.c, e == 0 ? x : e == 1 ? y : e == 2 ? z : w);
@@ -229,7 +229,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kTM, kRing)) dwcon
   if constexpr (kNarrowOut) {
     const float4 b =
         a.bias && ch < a.c ? __ldg(reinterpret_cast<const float4*>(a.bias + ch)) : make_float4(0.f, 0.f, 0.f, 0.f);
-    return store_narrow<kTM>(a, acc, b, n, oh0 + warp * rows_per_warp, ow0, c0);
+#pragma unroll
+    for (int t = 0; t < kTM; ++t) acc[t] = make_float4(acc[t].x + b.x, acc[t].y + b.y, acc[t].z + b.z, acc[t].w + b.w);
+    return store_narrow<kTM>(a, acc, n, oh0 + warp * rows_per_warp, ow0, c0);
   }
   if (!active) return;
   const float4 b = a.bias ? __ldg(reinterpret_cast<const float4*>(a.bias + ch)) : make_float4(0.f, 0.f, 0.f, 0.f);
