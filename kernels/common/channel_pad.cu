@@ -14,6 +14,7 @@
 #include "kernels/common/channel_pad.h"
 
 #include "core/cuda_check.h"
+#include "kernels/common/grid_dependency.cuh"
 
 namespace cnn::kernels {
 
@@ -101,9 +102,11 @@ template <class T>
 struct SpanJobs {
   int64_t s0, s1, v0;
   int m, jobs, lv0, base, c, per_row;
-  // from_holder: the span's first vector is the one holding s0 (crop), else the first starting in the span (pad).
-  __device__ SpanJobs(const T* side, int64_t total, int c_, int cp, bool from_holder) : c(c_), per_row(cp / kVec<T>) {
-    s0 = int64_t(blockIdx.x) * kSpan<T>;
+  // Span `block` of the tensor. from_holder: the span's first vector is the one holding s0 (crop), else the first
+  // starting in the span (pad).
+  __device__ SpanJobs(const T* side, int64_t total, int c_, int cp, bool from_holder, int block)
+      : c(c_), per_row(cp / kVec<T>) {
+    s0 = int64_t(block) * kSpan<T>;
     s1 = min(total, s0 + kSpan<T>);
     const int64_t row_s0 = s0 / c;
     v0 = from_holder ? row_s0 * per_row + int(s0 - row_s0 * c) / kVec<T> : first_vector_from<T>(s0, c, per_row);
@@ -120,22 +123,37 @@ struct SpanJobs {
   }
 };
 
+// The tensors of one padding launch: tensor k owns blocks [first_block[k], first_block[k + 1]).
 template <class T>
-__global__ void __launch_bounds__(kThreads) pad_channels_kernel(const T* __restrict__ src, T* __restrict__ dst,
-                                                                int64_t total, int c, int cp) {
+struct PadLaunch {
+  PadRows<T> tensors[kMaxPadTensors];
+  int first_block[kMaxPadTensors];
+  int count;
+};
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pad_channels_kernel(const PadLaunch<T> l) {
+  // Every block is running or done: the kernel that reads the copies may start its setup (grid_dependency.cuh).
+  cuda::allow_dependent_launch();
   __shared__ Staged<T> staged;
   T* const s = staged.elems();
-  const SpanJobs<T> sj(src, total, c, cp, false);
+  PadRows<T> t = l.tensors[0];
+  int first = 0;
+#pragma unroll
+  for (int k = 1; k < kMaxPadTensors; ++k)
+    if (k < l.count && int(blockIdx.x) >= l.first_block[k]) t = l.tensors[k], first = l.first_block[k];
+  const int64_t total = t.rows * t.c;
+  const SpanJobs<T> sj(t.src, total, t.c, t.cp, false, int(blockIdx.x) - first);
   // The owned vectors read up to one vector past the span: stage that much too.
-  move_lines(src, s, sj.s0, min(total, sj.s1 + kVec<T>), 0, total, sj.m);
+  move_lines(t.src, s, sj.s0, min(total, sj.s1 + kVec<T>), 0, total, sj.m);
   __syncthreads();
   for (int j = threadIdx.x; j < sj.jobs; j += blockDim.x) {
     int at, c0;
     sj.job(j, at, c0);
     Vec<T> out;
 #pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < c ? s[at + k] : T(0.0f);
-    reinterpret_cast<Vec<T>*>(dst)[sj.v0 + j] = out;
+    for (int k = 0; k < kVec<T>; ++k) out.v[k] = c0 + k < t.c ? s[at + k] : T(0.0f);
+    reinterpret_cast<Vec<T>*>(t.dst)[sj.v0 + j] = out;
   }
 }
 
@@ -144,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) crop_channels_kernel(const T* __rest
                                                                  int64_t total, int cp, int c) {
   __shared__ Staged<T> staged;
   T* const s = staged.elems();
-  const SpanJobs<T> sj(dst, total, c, cp, true);
+  const SpanJobs<T> sj(dst, total, c, cp, true, blockIdx.x);
   const int lo = sj.m, hi = sj.m + int(sj.s1 - sj.s0);  // the span's staged indices
   // A thread loads kLinesPerThread of its padded vectors before it stages them (loads in flight, as in move_lines);
   // a narrow C has more vectors than one such round.
@@ -186,12 +204,27 @@ void check_padding(const char* op, const void* padded, int64_t rows, int c, int 
 }  // namespace
 
 template <class T>
-void launch_pad_channels(const T* src, T* dst, int64_t rows, int c, int cp, cudaStream_t stream) {
-  check_padding<T>("pad_channels", dst, rows, c, cp);
-  const int64_t total = rows * c;
-  if (total == 0) return;
-  pad_channels_kernel<T><<<blocks_for(total, kSpan<T>), kThreads, 0, stream>>>(src, dst, total, c, cp);
+void launch_pad_channels(std::initializer_list<PadRows<T>> tensors, cudaStream_t stream) {
+  CNN_CHECK(tensors.size() <= size_t(kMaxPadTensors), "pad_channels: at most ", kMaxPadTensors,
+            " tensors per launch, got ", tensors.size());
+  PadLaunch<T> l{};
+  int64_t blocks = 0;
+  for (const PadRows<T>& t : tensors) {
+    check_padding<T>("pad_channels", t.dst, t.rows, t.c, t.cp);
+    if (t.rows == 0) continue;
+    l.tensors[l.count] = t;
+    l.first_block[l.count++] = int(blocks);
+    blocks += blocks_for(t.rows * t.c, kSpan<T>);
+  }
+  if (l.count == 0) return;
+  CNN_CHECK(blocks < (1LL << 31), "channel padding: ", blocks, " blocks are too many for one launch");
+  pad_channels_kernel<T><<<unsigned(blocks), kThreads, 0, stream>>>(l);
   CNN_CHECK_LAUNCH("pad_channels");
+}
+
+template <class T>
+void launch_pad_channels(const T* src, T* dst, int64_t rows, int c, int cp, cudaStream_t stream) {
+  launch_pad_channels<T>({PadRows<T>{src, dst, rows, c, cp}}, stream);
 }
 
 template <class T>
@@ -203,6 +236,8 @@ void launch_crop_channels(const T* src, T* dst, int64_t rows, int cp, int c, cud
   CNN_CHECK_LAUNCH("crop_channels");
 }
 
+template void launch_pad_channels<float>(std::initializer_list<PadRows<float>>, cudaStream_t);
+template void launch_pad_channels<__half>(std::initializer_list<PadRows<__half>>, cudaStream_t);
 template void launch_pad_channels<float>(const float*, float*, int64_t, int, int, cudaStream_t);
 template void launch_pad_channels<__half>(const __half*, __half*, int64_t, int, int, cudaStream_t);
 template void launch_crop_channels<float>(const float*, float*, int64_t, int, int, cudaStream_t);

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,6 +101,44 @@ TEST(ChannelPadGpu, RoundTripsBitForBit) {
   for (const PadCase& k : {PadCase{1000, 13, 16}, PadCase{97, 249, 252}, PadCase{50, 249, 256},
                            PadCase{3, 5000, 5004}, PadCase{7000, 1, 4}})
     for (size_t lead : {0, 1, 2, 3}) check_round_trip<float>(k, lead, seed++);
+}
+
+// One launch pads a padded plan's input, filter and bias (kernels/dwconv/cuda/dispatch.cpp): tensors of different
+// rows, widths and offsets, each owning its own run of blocks; an empty tensor in the list is skipped.
+TEST(ChannelPadGpu, PadsSeveralTensorsInOneLaunch) {
+  CNN_REQUIRE_GPU();
+  struct Part {
+    PadCase k;
+    size_t lead;
+  };
+  const Part parts[] = {{{333, 249, 256}, 3}, {{0, 249, 256}, 0}, {{245, 249, 256}, 1}, {{1, 249, 256}, 5}};
+  std::mt19937_64 rng(900);
+  std::vector<std::vector<uint8_t>> host;
+  std::vector<std::unique_ptr<Guarded<__half>>> src, padded;
+  std::vector<PadRows<__half>> rows;
+  for (const Part& part : parts) {
+    host.emplace_back(size_t(part.k.rows) * part.k.c * 2);
+    for (auto& b : host.back()) b = uint8_t(rng());
+    src.push_back(std::make_unique<Guarded<__half>>(size_t(part.k.rows) * part.k.c, part.lead));
+    padded.push_back(std::make_unique<Guarded<__half>>(size_t(part.k.rows) * part.k.cp, 0));
+    src.back()->upload(host.back());
+    rows.push_back({src.back()->data(), padded.back()->data(), part.k.rows, part.k.c, part.k.cp});
+  }
+  EXPECT_THROW(launch_pad_channels<__half>({rows[0], rows[1], rows[2], rows[3]}, nullptr), cnn::Error);  // over 3
+  launch_pad_channels<__half>({rows[0], rows[1], rows[2]}, nullptr);
+  launch_pad_channels<__half>({rows[3]}, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    const PadCase& k = parts[i].k;
+    const std::vector<uint8_t> p = padded[i]->download_all();
+    size_t bad = 0;
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int ch = 0; ch < k.cp; ++ch)
+        for (size_t b = 0; b < 2; ++b)
+          bad += p[(size_t(r) * k.cp + ch) * 2 + b] != (ch < k.c ? host[i][(size_t(r) * k.c + ch) * 2 + b] : 0);
+    for (size_t j = size_t(k.rows) * k.cp * 2; j < p.size(); ++j) bad += p[j] != 0xA5;  // the guard after it
+    EXPECT_EQ(bad, 0u) << "tensor " << i << " of the launch";
+  }
 }
 
 TEST(ChannelPadGpu, RejectsBadWidths) {

@@ -144,9 +144,8 @@ void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const 
   T* dst_p = crop ? reinterpret_cast<T*>(base + o_dst) : dst;
   T* w_p = reinterpret_cast<T*>(base + o_w);
   T* bias_p = bias ? reinterpret_cast<T*>(base + o_bias) : nullptr;
-  kernels::launch_pad_channels(src, src_p, src_rows, c, cp, stream);
-  kernels::launch_pad_channels(w, w_p, taps, c, cp, stream);
-  if (bias) kernels::launch_pad_channels(bias, bias_p, 1, c, cp, stream);
+  kernels::launch_pad_channels<T>({{src, src_p, src_rows, c, cp}, {w, w_p, taps, c, cp}, {bias, bias_p, bias ? 1 : 0, c, cp}},
+                                  stream);
   run_forward_style_on_padded(src_p, w_p, bias_p, dst_p, c, plan, stream);
   if (crop) kernels::launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
 }
@@ -166,8 +165,7 @@ void run_backward_filter_padded(const T* x, const T* dy, float* dw, const Dwconv
   T* x_p = reinterpret_cast<T*>(base + o_x);
   T* dy_p = reinterpret_cast<T*>(base + o_dy);
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
-  kernels::launch_pad_channels(x, x_p, x_rows, p.c, q.c, stream);
-  kernels::launch_pad_channels(dy, dy_p, dy_rows, p.c, q.c, stream);
+  kernels::launch_pad_channels<T>({{x, x_p, x_rows, p.c, q.c}, {dy, dy_p, dy_rows, p.c, q.c}}, stream);
   run_backward_filter(x_p, dy_p, dw_p, q, accum, plan, stream);
   kernels::launch_crop_channels(dw_p, dw, taps, q.c, p.c, stream);
 }
@@ -272,8 +270,7 @@ void backward(const T* x, const T* dy, const T* w, T* dx, float* dw, const Dwcon
   T* x_p = reinterpret_cast<T*>(base + o_x);  // dX's padded copy first, then X's
   T* w_p = reinterpret_cast<T*>(base + o_w);
   float* dw_p = reinterpret_cast<float*>(base + o_dw);
-  kernels::launch_pad_channels(dy, dy_p, y_rows(p), p.c, q.c, stream);
-  kernels::launch_pad_channels(w, w_p, taps, p.c, q.c, stream);
+  kernels::launch_pad_channels<T>({{dy, dy_p, y_rows(p), p.c, q.c}, {w, w_p, taps, p.c, q.c}}, stream);
   const bool crop_dx = !bdc.writes_unpadded;
   run_forward_style_on_padded(dy_p, w_p, static_cast<const T*>(nullptr), crop_dx ? x_p : dx, p.c, bdc, stream);
   if (crop_dx) kernels::launch_crop_channels(x_p, dx, x_rows(p), q.c, p.c, stream);

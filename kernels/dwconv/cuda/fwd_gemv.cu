@@ -7,6 +7,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/float4_fma.cuh"
+#include "kernels/common/grid_dependency.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
@@ -180,6 +181,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kTM, kRing)) dwcon
   float4 acc[kTM];
 #pragma unroll
   for (int t = 0; t < kTM; ++t) acc[t] = make_float4(0.f, 0.f, 0.f, 0.f);
+  // The padded copies' kernel is launched behind their padding (launch_dwconv_gemv): they are complete from here on.
+  if constexpr (kNarrowOut) cnn::cuda::wait_for_prior_grids();
 
   auto row_ptr = [&](int i) -> const float* {
     const int r = oh_t + i - a.pad_t;
@@ -311,7 +314,7 @@ void launch_dwconv_gemv(const float* src, const float* w, const float* bias, flo
                 " bytes of shared memory, the device allows ", max_optin);
       CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     }
-    kernel<<<grid, kThreads, smem, stream>>>(a);
+    cnn::cuda::launch_kernel(kernel, grid, dim3(kThreads), smem, stream, narrow, a);
   };
   auto launch = [&]<int kFW>() {
     if (cfg.tm == 8 && !cfg.prefetch) launch_tm.template operator()<kFW, 8, 8>();

@@ -18,6 +18,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/grid_dependency.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
 
 namespace cnn::dwconv {
@@ -392,6 +393,8 @@ __global__ void __launch_bounds__(kThreads, P::kMinBlocks) dwconv_tc_ring_f16_ke
   typename P::Acc acc;
   P::zero(acc);
 
+  // Launched behind the channel padding of its inputs (launch_ring_policy): they are complete from here on.
+  cuda::wait_for_prior_grids();
   // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
   if (i_lo < i_hi) {
     for (int rho = i_lo; rho < i_lo + kRows; ++rho) P::stage_row(rows_in, rho, tid);
@@ -423,7 +426,8 @@ void launch_ring_policy(const RingArgs& a, dim3 grid, cudaStream_t stream) {
   // Opt in above 48 KB on every call: cheap, and correct whichever device is current.
   if constexpr (S::kSmemBytes > 48 * 1024)
     CNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
-  kernel<<<grid, kThreads, S::kSmemBytes, stream>>>(a);
+  // On padded copies (src_c > c) the kernel directly follows their padding: it may start during the copy's last wave.
+  cuda::launch_kernel(kernel, grid, dim3(kThreads), S::kSmemBytes, stream, a.src_c != a.c, a);
 }
 
 }  // namespace
