@@ -33,12 +33,9 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
   const cuuint64_t strides[3] = {row, row * g.in_w, row * g.in_w * g.in_h};
   const cuuint32_t box[4] = {L::kBN, cuuint32_t(L::kTileW + g.fw - 1), cuuint32_t(kRows + g.fh - 1), 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
-  // Positions of whole 128-byte lines: each box row is whole lines, fetched as such. Otherwise (C = 124 floats: 496
-  // bytes) a box row straddles two lines, and promoting to 128 bytes fetches both whole: only the sectors asked for.
-  const auto promotion = row % 128 == 0 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_NONE;
   const CUresult r = cuda::tensor_map_encoder()(&m, L::kMapType, 4, const_cast<typename L::Elem*>(src), dims, strides,
                                                 box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                                promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   CNN_CHECK(r == CUDA_SUCCESS, "dwconv tma: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for N=", g.n,
             " H=", g.in_h, " W=", g.in_w, " C=", g.c, " F=", g.fh, "x", g.fw);
   return m;
