@@ -144,8 +144,8 @@ void run_forward_style_padded(const T* src, int64_t src_rows, const T* w, const 
   T* dst_p = crop ? reinterpret_cast<T*>(base + o_dst) : dst;
   T* w_p = reinterpret_cast<T*>(base + o_w);
   T* bias_p = bias ? reinterpret_cast<T*>(base + o_bias) : nullptr;
-  kernels::launch_pad_channels<T>({{src, src_p, src_rows, c, cp}, {w, w_p, taps, c, cp}, {bias, bias_p, bias ? 1 : 0, c, cp}},
-                                  stream);
+  kernels::launch_pad_channels<T>(
+      {{src, src_p, src_rows, c, cp}, {w, w_p, taps, c, cp}, {bias, bias_p, bias ? 1 : 0, c, cp}}, stream);
   run_forward_style_on_padded(src_p, w_p, bias_p, dst_p, c, plan, stream);
   if (crop) kernels::launch_crop_channels(dst_p, dst, dst_rows, cp, c, stream);
 }
