@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -160,13 +161,6 @@ struct BfcF16Plan {
 
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-int device_sms() {
-  int dev = 0, sms = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 // Column tiles: width-9 tiles plus one remainder tile (FW = 9q + r -> q x 9 + r, flash-dwc.md 5.2); stride > 1
 // along W runs one column per thread (the sliding window needs stride 1). Z: enough chunks of N*OH dY rows for
 // about two waves of full-occupancy warps, each chunk at least kMinRowsPerChunk rows (bounds the atomics).
@@ -209,7 +203,7 @@ void launch_tile(const BfcArgs& a, int tm, unsigned blocks, int threads, cudaStr
 }  // namespace
 
 std::string dwconv_bfc_f16_path_name(const DwconvParams& p, BfcAccum accum, const BfcF16Force& force) {
-  const BfcF16Plan plan = make_plan(p, force, device_sms());
+  const BfcF16Plan plan = make_plan(p, force, current_device_sms());
   std::string tiles;
   for (int l = 0; l < plan.n_launches; ++l)
     tiles += str_cat(l ? "+" : "", plan.launches[l].n_ctiles, "x", plan.launches[l].tm);
@@ -222,7 +216,7 @@ void launch_dwconv_bfc_f16(const __half* x, const __half* dy, float* dw, const D
   CNN_CHECK(force.tm >= 0 && force.tm <= kMaxTm && force.z >= 0, "dwconv bfc f16: forced TM must be in 0..", kMaxTm,
             " and Z >= 0, got TM=", force.tm, " Z=", force.z);
   CNN_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(p.w_elems()) * sizeof(float), stream));
-  const BfcF16Plan plan = make_plan(p, force, device_sms());
+  const BfcF16Plan plan = make_plan(p, force, current_device_sms());
   const bool pair_ok = p.c % 2 == 0 && reinterpret_cast<uintptr_t>(x) % 4 == 0 &&
                        reinterpret_cast<uintptr_t>(dy) % 4 == 0;
   for (int l = 0; l < plan.n_launches; ++l) {

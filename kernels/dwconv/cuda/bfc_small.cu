@@ -25,14 +25,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/bfc_small.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -82,14 +81,9 @@ SmallPlan make_plan(const DwconvParams& p, bool f16, int p_max, const BfcSmallFo
   const int64_t tasks = bfc_small::tasks_per_slice(s.args);
   CNN_CHECK(tasks < (int64_t(1) << 31), "dwconv bfc_small: too many tasks (", tasks, ") for ", p.str());
   s.smem = p.fh * p.fw * s.args.block_c * static_cast<int>(sizeof(float));
-  int dev = 0, sms = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, kernel_for(s.tile, f16), kThreads, s.smem));
-  s.blocks_per_sm = std::max(1, s.blocks_per_sm);
+  s.blocks_per_sm = resident_blocks_per_sm(kernel_for(s.tile, f16), kThreads, s.smem);
   s.args.z = force.z > 0 ? static_cast<int>(std::min<int64_t>(force.z, tasks))
-                         : bfc_small_chunks(tasks, s.args.slices, int64_t(sms) * s.blocks_per_sm);
+                         : bfc_small_chunks(tasks, s.args.slices, int64_t(current_device_sms()) * s.blocks_per_sm);
   CNN_CHECK(s.blocks() < (int64_t(1) << 31), "dwconv bfc_small: grid too large (", s.blocks(), " blocks) for ",
             p.str());
   return s;
@@ -99,12 +93,8 @@ SmallPlan make_plan(const DwconvParams& p, bool f16, int p_max, const BfcSmallFo
 const SmallPlan& cached_plan(const DwconvParams& p, bool f16, int p_max, const BfcSmallForce& force) {
   using Key = std::pair<DeviceShapeKey, std::array<int, 5>>;
   const Key key{device_shape_key(p), {f16 ? 1 : 0, p_max, force.lanes, force.nr, force.z}};
-  static std::mutex mu;
-  static std::map<Key, SmallPlan> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_plan(p, f16, p_max, force)).first;
-  return it->second;
+  static PlanCache<Key, SmallPlan> cache;
+  return cache.get(key, [&] { return make_plan(p, f16, p_max, force); });
 }
 
 void check_force(const DwconvParams& p, int p_max, const BfcSmallForce& force) {

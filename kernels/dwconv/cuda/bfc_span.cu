@@ -22,14 +22,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
-#include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 #include "kernels/dwconv/cuda/span_staging.cuh"
 
 namespace cnn::dwconv {
@@ -222,14 +221,9 @@ SpanPlan<T> make_plan(const DwconvParams& p) {
   a.tiles_w = (a.ow + s.tw - 1) / s.tw;
   a.slices = (p.c + kLanes - 1) / kLanes;
   CNN_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem));
-  int dev = 0, sms = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, s.kernel, kLanes * s.warps, s.smem));
-  s.blocks_per_sm = std::max(1, s.blocks_per_sm);
+  s.blocks_per_sm = resident_blocks_per_sm(s.kernel, kLanes * s.warps, s.smem);
   // One wave of blocks: each slice's tiles in as many balanced chunks as its share of the resident blocks.
-  const int64_t tiles = int64_t(p.n) * a.tiles_h * a.tiles_w, slots = int64_t(sms) * s.blocks_per_sm;
+  const int64_t tiles = int64_t(p.n) * a.tiles_h * a.tiles_w, slots = int64_t(current_device_sms()) * s.blocks_per_sm;
   a.z = static_cast<int>(std::clamp<int64_t>(slots / a.slices, 1, tiles));
   CNN_CHECK(s.blocks() < (int64_t(1) << 31) && tiles < (int64_t(1) << 31), "dwconv bfc_span: grid too large for ",
             p.str());
@@ -238,13 +232,8 @@ SpanPlan<T> make_plan(const DwconvParams& p) {
 
 template <class T>
 const SpanPlan<T>& cached_plan(const DwconvParams& p) {
-  static std::mutex mu;
-  static std::map<DeviceShapeKey, SpanPlan<T>> cache;
-  const DeviceShapeKey key = device_shape_key(p);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_plan<T>(p)).first;
-  return it->second;
+  static PlanCache<DeviceShapeKey, SpanPlan<T>> cache;
+  return cache.get(device_shape_key(p), [&] { return make_plan<T>(p); });
 }
 
 template <class T>

@@ -47,13 +47,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -438,13 +437,8 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16Til
   TiledPlan s;
   plan_tiles(p, s);
   s.steps = ceil_div(static_cast<long long>(p.n) * p.oh(), s.rows_step);
-  int dev = 0, sms = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.resident, select_kernel(s.tw, s.rt, accum),
-                                                               s.threads, s.smem));
-  s.resident = std::max(1, s.resident);
-  const long long target = 2LL * sms * s.resident;
+  s.resident = resident_blocks_per_sm(select_kernel(s.tw, s.rt, accum), s.threads, s.smem);
+  const long long target = 2LL * current_device_sms() * s.resident;
   const long long per_chunk = static_cast<long long>(s.n_slices) * s.n_fblocks;
   const int ow = p.ow();
   if (force.strip > 0) {
@@ -469,12 +463,8 @@ TiledPlan make_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16Til
 const TiledPlan& cached_tiled_plan(const DwconvParams& p, BfcAccum accum, const BfcF16TiledForce& force) {
   using Key = std::pair<DeviceShapeKey, std::array<int, 3>>;
   const Key key{device_shape_key(p), {static_cast<int>(accum), force.z, force.strip}};
-  static std::mutex mu;
-  static std::map<Key, TiledPlan> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_tiled_plan(p, accum, force)).first;
-  return it->second;
+  static PlanCache<Key, TiledPlan> cache;
+  return cache.get(key, [&] { return make_tiled_plan(p, accum, force); });
 }
 
 bool aligned8(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; }

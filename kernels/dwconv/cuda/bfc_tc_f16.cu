@@ -17,8 +17,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -27,6 +25,7 @@
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/mma.cuh"
 #include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -386,26 +385,17 @@ TcPlan make_plan(const DwconvParams& p) {
   a.channel_blocks = (c + kBN - 1) / kBN;
   a.rows = static_cast<long long>(p.n) * v.out_h;
   CNN_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem));
-  int dev = 0, sms = 0;
-  CNN_CUDA_CHECK(cudaGetDevice(&dev));
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, s.kernel, kThreads, s.smem));
-  s.blocks_per_sm = std::max(1, s.blocks_per_sm);
+  s.blocks_per_sm = resident_blocks_per_sm(s.kernel, kThreads, s.smem);
   // One wave: each channel block's rows in as many balanced ranges as its share of the resident blocks.
-  const long long slots = static_cast<long long>(sms) * s.blocks_per_sm;
+  const long long slots = static_cast<long long>(current_device_sms()) * s.blocks_per_sm;
   a.z = static_cast<int>(std::clamp<long long>(slots / a.channel_blocks, 1, a.rows));
   CNN_CHECK(s.blocks() < (1LL << 31), "dwconv bfc_tc: grid too large for ", p.str());
   return s;
 }
 
 const TcPlan& cached_plan(const DwconvParams& p) {
-  static std::mutex mu;
-  static std::map<DeviceShapeKey, TcPlan> cache;
-  const DeviceShapeKey key = device_shape_key(p);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_plan(p)).first;
-  return it->second;
+  static PlanCache<DeviceShapeKey, TcPlan> cache;
+  return cache.get(device_shape_key(p), [&] { return make_plan(p); });
 }
 
 }  // namespace

@@ -2,21 +2,21 @@
 // for FP32 inputs and (the same tile kernel on half data) FP16 inputs with FP32 or hybrid accumulation. Plans
 // (register tile, block shape, accumulation split Z per stride phase), caches plans per shape and launches the tile
 // kernel (bfc_tile.cuh). Oracle: dwconv_backward_filter_reference; design notes: docs/dwconv-bfc.md.
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include <cuda_fp16.h>
-
 #include "core/cuda_check.h"
-#include "kernels/dwconv/cuda/kernels.h"
 #include "kernels/dwconv/cuda/bfc_tile.cuh"
+#include "kernels/dwconv/cuda/kernels.h"
+#include "kernels/dwconv/cuda/plan_cache.h"
 #include "kernels/dwconv/dwconv_cuda.h"
 
 namespace cnn::dwconv {
@@ -245,13 +245,9 @@ using PlanKey = std::pair<DeviceShapeKey, std::array<int, 5>>;
 
 // Plans once per (device, shape, overrides, copy width, input kind).
 const BfcPlan& cached_plan(const DwconvParams& p, const BfcForce& force, int copy_bytes, TileInput in) {
-  static std::mutex mutex;
-  static std::map<PlanKey, BfcPlan> cache;
+  static PlanCache<PlanKey, BfcPlan> cache;
   const PlanKey key{device_shape_key(p), {force.tile_r, force.tile_tm, force.z, copy_bytes, int(in)}};
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  return cache.emplace(key, make_plan(p, force, device_info(key.first[0]), in)).first->second;
+  return cache.get(key, [&] { return make_plan(p, force, device_info(key.first[0]), in); });
 }
 
 void check_inputs(const void* x, const void* dy, const float* dw, const DwconvParams& p, const BfcForce& force) {

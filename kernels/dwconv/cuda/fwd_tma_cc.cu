@@ -1,6 +1,7 @@
 // Host side of the TMA-fed CUDA-core kernel (fwd_tma_cc.cuh): shared-memory sizing, occupancy, the tensor map,
 // configuration checks and launches, FP16 and FP32.
 #include "kernels/dwconv/cuda/fwd_tma_cc.cuh"
+#include "kernels/dwconv/cuda/plan_cache.h"
 
 namespace cnn::dwconv {
 namespace {
@@ -46,22 +47,19 @@ CUtensorMap source_map(const typename L::Elem* src, const ConvGeometry& g) {
 // persistent grid, computed once per device and size.
 template <class L>
 int resident_blocks(int fw, size_t smem, int device) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, size_t, int>, int> cache;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(fw, smem, device);
-  if (const auto it = cache.find(key); it != cache.end()) return it->second;
-  const TmaKernel<L> k = kernel_for<L>(fw);
-  // The largest window any call may use: a per-shape limit would be lowered again by a later, smaller filter of
-  // the same width and fail the earlier shape's next launch.
-  CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
-  int blocks = 0;
-  CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
-  CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (FW=", fw, ")");
-  int sms = 0;
-  CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  cache.emplace(key, sms * blocks);
-  return sms * blocks;
+  static PlanCache<std::tuple<int, size_t, int>, int> cache;
+  return cache.get(std::make_tuple(fw, smem, device), [&] {
+    const TmaKernel<L> k = kernel_for<L>(fw);
+    // The largest window any call may use: a per-shape limit would be lowered again by a later, smaller filter of
+    // the same width and fail the earlier shape's next launch.
+    CNN_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
+    int blocks = 0;
+    CNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, L::kThreads, smem));
+    CNN_CHECK(blocks >= 1, "dwconv tma: no block of ", smem, " bytes of shared memory fits an SM (FW=", fw, ")");
+    int sms = 0;
+    CNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms * blocks;
+  });
 }
 
 template <class L>

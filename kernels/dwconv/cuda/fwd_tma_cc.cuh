@@ -24,8 +24,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
