@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end training speed on one GPU, ours and PyTorch in the same call: for every model and precision,
 # `cnn-train --synthetic` (median ms/step over --steps steps each waited for, after --warmup untimed ones; peak device
-# memory) and bench/e2e_torch.py (the same numbers for timm / bench/torch_models), then the loss check of one model
-# (bench/e2e_loss_check.py: both sides train from the same exported weights on the same batches). Writes OUT/e2e.csv,
-# OUT/loss_check.jsonl, OUT/e2e-h200.md (bench/e2e_report.py) and the logs under OUT/logs.
+# memory) and bench/e2e_torch.py (the same numbers for timm / bench/torch_models), then the loss check of each
+# --loss-check model (bench/e2e_loss_check.py: both sides train from the same exported weights on the same batches).
+# Writes OUT/e2e.csv, OUT/loss_check.jsonl, OUT/e2e-h200.md (bench/e2e_report.py) and the logs under OUT/logs.
 # usage: bench/e2e.sh [--models a,b,...] [--precisions fp32,amp] [--steps 20] [--warmup 3] [--batch-size 64]
-#                     [--image-size 256] [--loss-check MODEL|none] [--no-torch] [--out DIR]
+#                     [--image-size 256] [--loss-check MODEL,...|none] [--no-torch] [--out DIR]
 # Needs cnn-train ($CNN_TRAIN, default build/bin/cnn-train) and python3 with torch, timm and safetensors.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +31,11 @@ for v in "$steps" "$warmup" "$batch" "$size"; do [[ "$v" =~ ^[0-9]+$ ]] || die "
 [ "$steps" -ge 20 ] || echo "bench/e2e.sh: warning: --steps $steps is below the 20 steps the results page asks for" >&2
 for p in ${precisions//,/ }; do [ "$p" = fp32 ] || [ "$p" = amp ] || die "--precisions: expected fp32 and/or amp, got '$p'"; done
 for m in ${models//,/ }; do [ -f "$root/configs/models/$m.yaml" ] || die "--models: no configs/models/$m.yaml"; done
+if [ "$loss_model" != none ]; then
+  for m in ${loss_model//,/ }; do
+    [ -f "$root/configs/models/$m.yaml" ] || die "--loss-check: no configs/models/$m.yaml"
+  done
+fi
 train=${CNN_TRAIN:-$root/build/bin/cnn-train}
 [ -x "$train" ] || die "no cnn-train at $train (build it, or set CNN_TRAIN)"
 export CNN_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
@@ -70,18 +75,21 @@ done
 loss_jsonl="$out/loss_check.jsonl"
 : > "$loss_jsonl"
 if [ "$loss_model" != none ] && [ "$torch" -eq 1 ]; then
-  for p in ${precisions//,/ }; do
-    trace=$(mktemp -d /tmp/e2e-trace.XXXXXX)
-    flags=(--model "$loss_model" --synthetic --steps 3 --bench-warmup 0 --batch-size "$batch" --image-size "$size"
-      --device cuda --sched constant --lr 1e-3 --drop-path 0 --trace-dir "$trace/t")
-    [ "$p" = amp ] && flags+=(--amp)
-    timeout 300 "$train" "${flags[@]}" > "$out/logs/trace_${loss_model}_$p.log" 2>&1 &&
-      timeout 300 python3 "$root/bench/e2e_loss_check.py" "$trace/t" --model "$loss_model" --lr 1e-3 \
-        $([ "$p" = amp ] && echo --amp) >> "$loss_jsonl" 2> "$out/logs/loss_check_$p.log"
-    rc=$?
-    [ $rc -eq 0 ] || { status=1; echo "{\"model\": \"$loss_model\", \"precision\": \"$p\", \"error\": \"rc=$rc (logs/trace_${loss_model}_$p.log, logs/loss_check_$p.log)\"}" >> "$loss_jsonl"; }
-    rm -rf "$trace"
-    echo "loss check $loss_model $p rc=$rc ${SECONDS}s"
+  for lm in ${loss_model//,/ }; do
+    for p in ${precisions//,/ }; do
+      trace=$(mktemp -d /tmp/e2e-trace.XXXXXX)
+      flags=(--model "$lm" --synthetic --steps 3 --bench-warmup 0 --batch-size "$batch" --image-size "$size"
+        --device cuda --sched constant --lr 1e-3 --drop-path 0 --trace-dir "$trace/t")
+      [ "$p" = amp ] && flags+=(--amp)
+      logs="logs/trace_${lm}_$p.log, logs/loss_check_${lm}_$p.log"
+      timeout 300 "$train" "${flags[@]}" > "$out/logs/trace_${lm}_$p.log" 2>&1 &&
+        timeout 300 python3 "$root/bench/e2e_loss_check.py" "$trace/t" --model "$lm" --lr 1e-3 \
+          $([ "$p" = amp ] && echo --amp) >> "$loss_jsonl" 2> "$out/logs/loss_check_${lm}_$p.log"
+      rc=$?
+      [ $rc -eq 0 ] || { status=1; echo "{\"model\": \"$lm\", \"precision\": \"$p\", \"error\": \"rc=$rc ($logs)\"}" >> "$loss_jsonl"; }
+      rm -rf "$trace"
+      echo "loss check $lm $p rc=$rc ${SECONDS}s"
+    done
   done
 fi
 
