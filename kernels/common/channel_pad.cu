@@ -133,7 +133,7 @@ struct PadLaunch {
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) pad_channels_kernel(const PadLaunch<T> l) {
-  // Every block is running or done: the kernel that reads the copies may start its setup (grid_dependency.cuh).
+  // Once every block has got here, the kernel launched early behind this one may start (grid_dependency.cuh).
   cuda::allow_dependent_launch();
   __shared__ Staged<T> staged;
   T* const s = staged.elems();

@@ -52,6 +52,19 @@ struct PadCase {
   int c, cp;
 };
 
+// Bytes of the padded copy `p` (rows of CP elements of e bytes) that differ from `host`'s rows of C elements followed
+// by zeros.
+size_t padded_bytes_wrong(const std::vector<uint8_t>& p, const std::vector<uint8_t>& host, const PadCase& k, size_t e) {
+  size_t bad = 0;
+  for (int64_t r = 0; r < k.rows; ++r)
+    for (int ch = 0; ch < k.cp; ++ch)
+      for (size_t b = 0; b < e; ++b) {
+        const uint8_t want = ch < k.c ? host[(size_t(r) * k.c + ch) * e + b] : 0;
+        bad += p[(size_t(r) * k.cp + ch) * e + b] != want;
+      }
+  return bad;
+}
+
 // Pads random rows, checks the padded copy (values, then zeros), crops it back into a guarded buffer at `lead`
 // elements in and checks the rows and the untouched sentinel around them.
 template <class T>
@@ -70,18 +83,10 @@ void check_round_trip(const PadCase& k, size_t lead, uint64_t seed) {
   launch_crop_channels(padded.data(), back.data(), k.rows, k.cp, k.c, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
 
-  const std::vector<uint8_t> p = padded.download_all();
-  size_t bad = 0;
-  for (int64_t r = 0; r < k.rows; ++r)
-    for (int ch = 0; ch < k.cp; ++ch)
-      for (size_t b = 0; b < e; ++b) {
-        const uint8_t want = ch < k.c ? host[(size_t(r) * k.c + ch) * e + b] : 0;
-        bad += p[(size_t(r) * k.cp + ch) * e + b] != want;
-      }
-  EXPECT_EQ(bad, 0u) << "padded bytes wrong: " << name;
+  EXPECT_EQ(padded_bytes_wrong(padded.download_all(), host, k, e), 0u) << "padded bytes wrong: " << name;
 
   const std::vector<uint8_t> out = back.download_all();
-  bad = 0;
+  size_t bad = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     const bool inside = i >= lead * e && i < (lead + n) * e;
     bad += out[i] != (inside ? host[i - lead * e] : 0xA5);
@@ -131,11 +136,7 @@ TEST(ChannelPadGpu, PadsSeveralTensorsInOneLaunch) {
   for (size_t i = 0; i < std::size(parts); ++i) {
     const PadCase& k = parts[i].k;
     const std::vector<uint8_t> p = padded[i]->download_all();
-    size_t bad = 0;
-    for (int64_t r = 0; r < k.rows; ++r)
-      for (int ch = 0; ch < k.cp; ++ch)
-        for (size_t b = 0; b < 2; ++b)
-          bad += p[(size_t(r) * k.cp + ch) * 2 + b] != (ch < k.c ? host[i][(size_t(r) * k.c + ch) * 2 + b] : 0);
+    size_t bad = padded_bytes_wrong(p, host[i], k, 2);
     for (size_t j = size_t(k.rows) * k.cp * 2; j < p.size(); ++j) bad += p[j] != 0xA5;  // the guard after it
     EXPECT_EQ(bad, 0u) << "tensor " << i << " of the launch";
   }

@@ -393,7 +393,8 @@ __global__ void __launch_bounds__(kThreads, P::kMinBlocks) dwconv_tc_ring_f16_ke
   typename P::Acc acc;
   P::zero(acc);
 
-  // Launched behind the channel padding of its inputs (launch_ring_policy): they are complete from here on.
+  // On padded copies the kernel is launched early behind their padding (launch_ring_policy): they are complete from
+  // here on. Otherwise this returns at once.
   cuda::wait_for_prior_grids();
   // Prologue: group 0 = rows i_lo .. i_lo+15 and filter row i_lo; group 1 = row i_lo+16 and filter row i_lo+1.
   if (i_lo < i_hi) {
