@@ -248,7 +248,7 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
       for (int ch = 1; ch <= direct_tile_lane_channels(p.c, true, 16); ++ch)
         kernels.emplace_back("direct tile lanes=32x" + std::to_string(ch),
                              [ch](auto s, auto w, auto b, auto d, const auto& g) {
-                               launch_dwconv_direct_tile_f16(s, w, b, d, g, ch, nullptr);
+                               launch_dwconv_direct_tile_f16(s, w, b, d, g, ch, direct_tile_width(g, true), nullptr);
                              });
     if (p.fw <= kCcMaxFw)
       for (int groups : {1, 2, 4})
@@ -293,9 +293,9 @@ TEST(DwconvFp16Gpu, EveryForwardKernelMatchesReference) {
 // C on one and two channels per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps
 // of at most 8 rows (8x8, 5x7, 6x9: 8-row tiles) and taller (17x13, 19x40: 16-row tiles, several row and column
 // tiles), 3x3 to 13x13 filters (13x5 and 5x13
-// strips, 9x9, 11x11 and a 13x13 whose 32-column FP32 tile is narrowed to 16), an even filter with asymmetric padding
-// and a padding that crops. Two channels per lane must give the same bits as one (the same FMAs in the same order, one
-// rounding per output).
+// strips, 9x9, 11x11 and a 13x13), an even filter with asymmetric padding and a padding that crops, each on tiles of
+// 8, 16 and 32 columns where they fit. Two channels per lane and every tile width must give the same bits as one
+// channel on the first (the same FMAs in the same order, one rounding per output).
 TEST(DwconvFp16Gpu, DirectTileKernelMatchesReference) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 9600;
@@ -310,24 +310,29 @@ TEST(DwconvFp16Gpu, DirectTileKernelMatchesReference) {
     const f16test::References ref = f16test::references(p, d);
     DeviceArray<__half> x(p.x_elems()), w(p.w_elems()), b(p.c), y(p.y_elems()), dx(p.x_elems()), dy(p.y_elems());
     x.upload(d.x.data()), w.upload(d.w.data()), b.upload(d.bias.data()), dy.upload(d.dy.data());
-    std::vector<Half> y1, dx1;  // one channel per lane
-    for (int ch = 1; ch <= direct_tile_lane_channels(p.c, true, 16); ++ch) {
-      y.poison(), dx.poison();
-      launch_dwconv_direct_tile_f16(x.get(), w.get(), b.get(), y.get(), forward_geometry(p), ch, nullptr);
-      launch_dwconv_direct_tile_f16(dy.get(), w.get(), nullptr, dx.get(), backward_data_geometry_stride1(p), ch,
-                                    nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::string name = "direct tile lanes=32x" + std::to_string(ch) + " " + p.str();
-      expect_forward_style_match(p, ref, y, dx, name);
-      const std::vector<Half> yh = y.download<Half>(), dxh = dx.download<Half>();
-      if (ch == 1) {
-        y1 = yh, dx1 = dxh;
-        continue;
+    std::vector<Half> y1, dx1;  // the first lane width and tile width run
+    const ConvGeometry gf = forward_geometry(p), gb = backward_data_geometry_stride1(p);
+    for (int tile_w : {8, 16, 32}) {
+      if (!direct_tile_width_fits(gf, true, tile_w) || !direct_tile_width_fits(gb, true, tile_w)) continue;
+      for (int ch = 1; ch <= direct_tile_lane_channels(p.c, true, 16); ++ch) {
+        y.poison(), dx.poison();
+        launch_dwconv_direct_tile_f16(x.get(), w.get(), b.get(), y.get(), gf, ch, tile_w, nullptr);
+        launch_dwconv_direct_tile_f16(dy.get(), w.get(), nullptr, dx.get(), gb, ch, tile_w, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::string name =
+            "direct tile lanes=32x" + std::to_string(ch) + " cols=" + std::to_string(tile_w) + " " + p.str();
+        expect_forward_style_match(p, ref, y, dx, name);
+        const std::vector<Half> yh = y.download<Half>(), dxh = dx.download<Half>();
+        if (y1.empty()) {
+          y1 = yh, dx1 = dxh;
+          continue;
+        }
+        for (size_t i = 0; i < yh.size(); ++i) ASSERT_EQ(yh[i].bits, y1[i].bits) << "forward at " << i << " " << name;
+        for (size_t i = 0; i < dxh.size(); ++i)
+          ASSERT_EQ(dxh[i].bits, dx1[i].bits) << "backward-data at " << i << " " << name;
       }
-      for (size_t i = 0; i < yh.size(); ++i) ASSERT_EQ(yh[i].bits, y1[i].bits) << "forward at " << i << " " << name;
-      for (size_t i = 0; i < dxh.size(); ++i)
-        ASSERT_EQ(dxh[i].bits, dx1[i].bits) << "backward-data at " << i << " " << name;
     }
+    ASSERT_FALSE(y1.empty()) << "no tile width fits " << p.str();
   }
 }
 

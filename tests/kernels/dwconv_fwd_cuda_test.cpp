@@ -313,9 +313,9 @@ void check_forward_style_kernel(const Case& k, uint64_t seed, const std::string&
 // The tiled direct kernel on both lane widths, launched directly in both geometries: even C on one and two channels
 // per lane (998 and 74 leave a partial 64- and 32-channel block) and odd C (249, 75), maps of at most 8 rows and
 // taller (FP32 tiles are 8 rows either way: several row tiles at 17 and 19), 3x3 to 13x13 filters (13x5 and 5x13
-// strips, 9x9, 11x11 and a 13x13 whose 32-column FP32 tile is narrowed to 16), an even filter
-// with asymmetric padding and a padding that crops. Two channels per lane must give the same bits as one (the same
-// FMAs in the same order).
+// strips, 9x9, 11x11 and a 13x13 whose 32-column FP32 tile does not fit), an even filter
+// with asymmetric padding and a padding that crops, each on tiles of 8, 16 and 32 columns where they fit. Two channels
+// per lane and every tile width must give the same bits as one channel on the first (the same FMAs in the same order).
 TEST(DwconvGpu, DirectTileKernelMatchesReference) {
   CNN_REQUIRE_GPU();
   uint64_t seed = 9800;
@@ -325,23 +325,35 @@ TEST(DwconvGpu, DirectTileKernelMatchesReference) {
         Case{1, 6, 9, 74, 4, 5, 1, 1, 1, 2, 3, 1}, Case{1, 17, 34, 38, 3, 5, 1, 1, 4, 0, 0, 5},
         same(2, 8, 8, 998, 13, 5), same(1, 8, 8, 998, 5, 13), same(1, 17, 13, 249, 9, 9), same(1, 19, 40, 75, 11, 11),
         same(1, 20, 36, 74, 13, 13), Case{1, 9, 30, 38, 12, 9, 1, 1, 2, 3, 0, 8}}) {
-    ForwardStyleOutputs one;  // one channel per lane
-    for (int ch = 1; ch <= direct_tile_lane_channels(k.c, false, 16); ++ch) {
-      ForwardStyleOutputs got;
-      const std::string what = "direct tile lanes=32x" + std::to_string(ch);
-      check_forward_style_kernel(
-          k, seed, what,
-          [ch](const float* src, const float* w, const float* b, float* dst, const ConvGeometry& g) {
-            launch_dwconv_direct_tile(src, w, b, dst, g, ch, nullptr);
-          },
-          ch == 1 ? &one : &got);
-      if (ch == 1) continue;
-      const std::string name = what + " " + params_of(k).str();
-      for (size_t i = 0; i < got.y.size(); ++i)
-        ASSERT_EQ(std::memcmp(&got.y[i], &one.y[i], sizeof(float)), 0) << "forward at " << i << " " << name;
-      for (size_t i = 0; i < got.dx.size(); ++i)
-        ASSERT_EQ(std::memcmp(&got.dx[i], &one.dx[i], sizeof(float)), 0) << "backward-data at " << i << " " << name;
+    ForwardStyleOutputs first;  // the first lane width and tile width run
+    bool have_first = false;
+    const DwconvParams p = params_of(k);
+    for (int tile_w : {8, 16, 32}) {
+      // A tile must fit both geometries; the 13x13 case runs 8 and 16 columns only.
+      if (!direct_tile_width_fits(forward_geometry(p), false, tile_w) ||
+          !direct_tile_width_fits(backward_data_geometry_stride1(p), false, tile_w))
+        continue;
+      for (int ch = 1; ch <= direct_tile_lane_channels(k.c, false, 16); ++ch) {
+        ForwardStyleOutputs got;
+        const std::string what = "direct tile lanes=32x" + std::to_string(ch) + " cols=" + std::to_string(tile_w);
+        check_forward_style_kernel(
+            k, seed, what,
+            [ch, tile_w](const float* src, const float* w, const float* b, float* dst, const ConvGeometry& g) {
+              launch_dwconv_direct_tile(src, w, b, dst, g, ch, tile_w, nullptr);
+            },
+            have_first ? &got : &first);
+        if (!have_first) {
+          have_first = true;
+          continue;
+        }
+        const std::string name = what + " " + p.str();
+        for (size_t i = 0; i < got.y.size(); ++i)
+          ASSERT_EQ(std::memcmp(&got.y[i], &first.y[i], sizeof(float)), 0) << "forward at " << i << " " << name;
+        for (size_t i = 0; i < got.dx.size(); ++i)
+          ASSERT_EQ(std::memcmp(&got.dx[i], &first.dx[i], sizeof(float)), 0) << "backward-data at " << i << " " << name;
+      }
     }
+    ASSERT_TRUE(have_first) << "no tile width fits " << p.str();
     ++seed;
   }
 }

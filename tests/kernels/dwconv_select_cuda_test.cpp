@@ -31,12 +31,12 @@ std::string error_of(const std::string& text) {
 TEST(DwconvSelect, ParsesEveryOverrideKey) {
   const Overrides o = parse_overrides(
       "fwd=ring,bfc=strip,gemv=16+ring+whole,tma_lane=8,tma_rows=2,tma_cols=16,tma_stages=4,ring_mma=taps,"
-      "ring_q=2,cc_groups=2,bfc_tile=3x13,pad=off,verbose",
+      "ring_q=2,cc_groups=2,tile_cols=16,bfc_tile=3x13,pad=off,verbose",
       "VAR");
   EXPECT_TRUE(o.fwd == Kernel::fwd_tc_ring && o.bfc == Kernel::bfc_strip_f16);
   EXPECT_TRUE(o.gemv && o.gemv->tm == 16 && o.gemv->prefetch && o.gemv->whole_filter);
   EXPECT_TRUE(o.tma_lane == 8 && o.tma_rows == 2 && o.tma_cols == 16 && o.tma_stages == 4);
-  EXPECT_TRUE(o.ring_mma == RingMma::taps && o.ring_q == 2 && o.cc_groups == 2 && o.verbose);
+  EXPECT_TRUE(o.ring_mma == RingMma::taps && o.ring_q == 2 && o.cc_groups == 2 && o.tile_cols == 16 && o.verbose);
   EXPECT_TRUE(o.bfc_tile.r == 3 && o.bfc_tile.tm == 13 && o.pad == false);
   EXPECT_TRUE(parse_overrides("pad=on", "VAR").pad == true);
   EXPECT_EQ(parse_overrides("fwd=tile", "VAR").fwd, Kernel::direct_tile);
@@ -57,7 +57,8 @@ TEST(DwconvSelect, RejectsBadOverridesNamingTheKey) {
                                   std::pair{"tma_stages=5", "tma_stages"}, std::pair{"ring_mma=k16", "ring_mma"},
                                   std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
                                   std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"},
-                                  std::pair{"pad=yes", "pad"}, std::pair{"ring_q=3", "ring_q"}}) {
+                                  std::pair{"pad=yes", "pad"}, std::pair{"ring_q=3", "ring_q"},
+                                  std::pair{"tile_cols=24", "tile_cols"}}) {
     const std::string e = error_of(text);
     EXPECT_EQ(e.rfind("VAR", 0), 0u) << text << ": '" << e << "'";
     EXPECT_NE(e.find(key), std::string::npos) << text << ": '" << e << "'";
@@ -99,6 +100,14 @@ TEST(DwconvSelect, DirectTilePlans) {
   EXPECT_EQ(direct_tile_width(geometry(64, 64, 7, 7), false), 32);
   EXPECT_EQ(direct_tile_width(geometry(64, 64, 13, 13), false), 16);
   EXPECT_EQ(direct_tile_width(geometry(64, 64, 13, 13), true), 32);
+  Overrides wide;  // a forced tile width whose window exceeds a block's shared memory is refused, naming it
+  wide.fwd = Kernel::direct_tile, wide.tile_cols = 32;
+  try {
+    select(DwconvOp::forward, DType::f32, same_pad(1, 64, 64, 74, 13, 13), BfcAccum::fp32, 16, wide);
+    ADD_FAILURE() << "a 32-column 13x13 FP32 tile was accepted";
+  } catch (const cnn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tile_cols"), std::string::npos) << e.what();
+  }
   for (DwconvOp op : {DwconvOp::forward, DwconvOp::backward_data}) {
     const std::string name = op == DwconvOp::forward ? "fwd" : "bdc",
                       flipped = op == DwconvOp::forward ? "" : " flipped";
@@ -117,6 +126,10 @@ TEST(DwconvSelect, DirectTilePlans) {
     EXPECT_EQ(path(DType::f16, c998, 2), tile(" f16", "8x8 lanes=32x1 (C % 8 = 6)"));
     EXPECT_EQ(path(DType::f16, c499), tile(" f16", "16x16 lanes=32x1 (C % 8 = 3)"));
     EXPECT_EQ(path(DType::f16, c249), tile(" f16", "16x32 lanes=32x1 (C % 8 = 1)"));
+    Overrides cols16;  // the tile_cols override narrows the tile
+    cols16.tile_cols = 16;
+    EXPECT_EQ(plan_name(op, DType::f16, c249, BfcAccum::fp32, select(op, DType::f16, c249, BfcAccum::fp32, 16, cols16)),
+              tile(" f16", "16x16 lanes=32x1 (C % 8 = 1)"));
     EXPECT_EQ(path(DType::f32, c998, 8), tile("", "8x8 lanes=32x2 (C % 4 = 2)"));
     EXPECT_EQ(path(DType::f32, c998, 4), tile("", "8x8 lanes=32x1 (C % 4 = 2)"));
     EXPECT_EQ(path(DType::f32, c499), tile("", "8x16 lanes=32x1 (C % 4 = 3)"));
@@ -130,11 +143,18 @@ TEST(DwconvSelect, DirectTileRefusesTwoChannelsPerLaneWhereTheyDoNotFit) {
   alignas(16) static float f[64];
   const ConvGeometry even = forward_geometry(same_pad(1, 8, 8, 998, 5, 5));
   const ConvGeometry odd = forward_geometry(same_pad(1, 8, 8, 249, 5, 5));
-  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, odd, 2, nullptr), cnn::Error);
-  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, h + 1, h, even, 2, nullptr), cnn::Error);
-  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, even, 3, nullptr), cnn::Error);
-  EXPECT_THROW(launch_dwconv_direct_tile(f, f + 1, nullptr, f, even, 2, nullptr), cnn::Error);
-  EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, odd, 2, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, odd, 2, 8, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, h + 1, h, even, 2, 8, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile_f16(h, h, nullptr, h, even, 3, 8, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f + 1, nullptr, f, even, 2, 8, nullptr), cnn::Error);
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, odd, 2, 8, nullptr), cnn::Error);
+  // A tile width other than 8, 16 or 32, or one whose window exceeds a block's shared memory (13x13 at 32 columns).
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, odd, 1, 24, nullptr), cnn::Error);
+  const ConvGeometry wide = forward_geometry(same_pad(1, 20, 36, 74, 13, 13));
+  EXPECT_FALSE(direct_tile_width_fits(wide, false, 32));
+  EXPECT_TRUE(direct_tile_width_fits(wide, false, 16));
+  EXPECT_EQ(direct_tile_width(wide, false), 16);
+  EXPECT_THROW(launch_dwconv_direct_tile(f, f, nullptr, f, wide, 1, 32, nullptr), cnn::Error);
 }
 
 // The small-filter backward-filter kernel: the default at stride 1 up to 5x5 with FP32 accumulation where C is not a

@@ -221,7 +221,7 @@ void with_filter_width(int fw, F&& f) {
 
 template <class T>
 void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const ConvGeometry& g, int lane_channels,
-                        cudaStream_t stream) {
+                        int tile_w, cudaStream_t stream) {
   constexpr bool kF16 = std::is_same_v<T, __half>;
   CNN_CHECK(direct_tile_supports(g), "dwconv direct_tile: needs stride 1, a filter of at most ", kDirectTileMaxF,
             " rows and 1-7, 9, 11 or 13 columns and under 2^31 elements per image, got ", g.fh, "x", g.fw,
@@ -230,9 +230,11 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
   CNN_CHECK(lane_channels == 1 || (lane_channels == 2 && direct_tile_lane_channels(g.c, kF16, align) == 2),
             "dwconv direct_tile: channels per lane must be 1, or 2 at an even C with tensors aligned to 2 elements;",
             " got ", lane_channels, " at C = ", g.c, " and ", align, "-byte alignment");
+  CNN_CHECK(direct_tile_width_fits(g, kF16, tile_w), "dwconv direct_tile: a tile of 8, 16 or 32 columns whose ",
+            "input window fits a block's shared memory, got ", tile_w, " columns for F=", g.fh, "x", g.fw);
   if (int64_t(g.n) * g.out_h * g.out_w * g.c == 0) return;
   const int rows = rows_per_warp(kF16, g.out_h);
-  const int tile_h = kWarps * rows, tile_w = direct_tile_width(g, kF16);
+  const int tile_h = kWarps * rows;
   const int tiles_h = (g.out_h + tile_h - 1) / tile_h, tiles_w = (g.out_w + tile_w - 1) / tile_w;
   const int block_c = kLanes * lane_channels;
   const int64_t blocks = int64_t(g.n) * tiles_h * tiles_w, channel_blocks = (g.c + block_c - 1) / block_c;
@@ -266,12 +268,17 @@ void launch_direct_tile(const T* src, const T* w, const T* bias, T* dst, const C
 
 int direct_tile_height(bool f16, int out_h) { return kWarps * rows_per_warp(f16, out_h); }
 
-int direct_tile_width(const ConvGeometry& g, bool f16) {
-  int w = g.out_w <= kTM ? kTM : g.out_w <= 2 * kTM ? 2 * kTM : kMaxTileW;
+bool direct_tile_width_fits(const ConvGeometry& g, bool f16, int w) {
   // The largest staging: two channels per lane, span-staged.
   const size_t elem = f16 ? sizeof(__half) : sizeof(float);
   const int pitch = f16 ? kPixelPitch<__half, 2, true> : kPixelPitch<float, 2, true>;
-  while (w > kTM && tile_smem_bytes(g, direct_tile_height(f16, g.out_h), w, elem, 2, pitch) > kMaxSmem) w /= 2;
+  return (w == kTM || w == 2 * kTM || w == kMaxTileW) &&
+         tile_smem_bytes(g, direct_tile_height(f16, g.out_h), w, elem, 2, pitch) <= kMaxSmem;
+}
+
+int direct_tile_width(const ConvGeometry& g, bool f16) {
+  int w = g.out_w <= kTM ? kTM : g.out_w <= 2 * kTM ? 2 * kTM : kMaxTileW;
+  while (w > kTM && !direct_tile_width_fits(g, f16, w)) w /= 2;
   return w;
 }
 
@@ -284,13 +291,13 @@ bool direct_tile_supports(const ConvGeometry& g) {
 }
 
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                               int lane_channels, cudaStream_t stream) {
-  launch_direct_tile(src, w, bias, dst, g, lane_channels, stream);
+                               int lane_channels, int tile_w, cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, lane_channels, tile_w, stream);
 }
 
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                                   const ConvGeometry& g, int lane_channels, cudaStream_t stream) {
-  launch_direct_tile(src, w, bias, dst, g, lane_channels, stream);
+                                   const ConvGeometry& g, int lane_channels, int tile_w, cudaStream_t stream) {
+  launch_direct_tile(src, w, bias, dst, g, lane_channels, tile_w, stream);
 }
 
 }  // namespace cnn::dwconv

@@ -27,7 +27,7 @@ void run_forward_style(const float* src, const float* w, const float* bias, floa
     case Kernel::fwd_gemv: return launch_dwconv_gemv(src, w, bias, dst, plan.g, plan.gemv, stream);
     case Kernel::direct: return launch_dwconv_direct_forward(src, w, bias, dst, plan.g, plan.vec, stream);
     case Kernel::direct_tile:
-      return launch_dwconv_direct_tile(src, w, bias, dst, plan.g, plan.tile_lane_channels, stream);
+      return launch_dwconv_direct_tile(src, w, bias, dst, plan.g, plan.tile_lane_channels, plan.tile_w, stream);
     default: not_for(plan, "an FP32 forward-style kernel");
   }
 }
@@ -43,7 +43,7 @@ void run_forward_style(const __half* src, const __half* w, const __half* bias, _
     case Kernel::fwd_tma_cc: return launch_dwconv_tma_cc_f16(src, w, bias, dst, plan.g, plan.tma, stream);
     case Kernel::direct: return launch_dwconv_direct_f16_forward(src, w, bias, dst, plan.g, plan.vec, stream);
     case Kernel::direct_tile:
-      return launch_dwconv_direct_tile_f16(src, w, bias, dst, plan.g, plan.tile_lane_channels, stream);
+      return launch_dwconv_direct_tile_f16(src, w, bias, dst, plan.g, plan.tile_lane_channels, plan.tile_w, stream);
     default: not_for(plan, "an FP16 forward-style kernel");
   }
 }

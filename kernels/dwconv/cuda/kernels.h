@@ -126,14 +126,17 @@ bool direct_tile_supports(const ConvGeometry& g);
 // Output columns per block: 8, 16 or 32, the narrowest covering out_w (up to 32), halved while the tile's shared
 // memory would exceed what a block may have.
 int direct_tile_width(const ConvGeometry& g, bool f16);
+// Whether a tile `w` columns wide (8, 16 or 32) fits a block's shared memory on g, at any lane width and staging.
+bool direct_tile_width_fits(const ConvGeometry& g, bool f16, int w);
 // Output rows per block: 8 (one per warp) for FP32 and for maps of at most 8 rows, else 16 for FP16 (two per warp).
 int direct_tile_height(bool f16, int out_h);
 // 2 where C is even and every tensor is aligned to 2 elements (`align`: alignment_of), else 1.
 int direct_tile_lane_channels(int c, bool f16, int align);
+// `tile_w`: output columns per block, 8, 16 or 32 where direct_tile_width_fits (direct_tile_width by default).
 void launch_dwconv_direct_tile(const float* src, const float* w, const float* bias, float* dst, const ConvGeometry& g,
-                               int lane_channels, cudaStream_t stream);
+                               int lane_channels, int tile_w, cudaStream_t stream);
 void launch_dwconv_direct_tile_f16(const __half* src, const __half* w, const __half* bias, __half* dst,
-                                   const ConvGeometry& g, int lane_channels, cudaStream_t stream);
+                                   const ConvGeometry& g, int lane_channels, int tile_w, cudaStream_t stream);
 
 // ---- FP16 CUDA-core register kernel for narrow filters (fwd_cc_f16.cu): FW <= kCcMaxFw, stride 1, C % 4 == 0;
 // 8 outputs x cc_f16_lane_halves(C) channels per thread (8 at C % 8 == 0 with 16-byte aligned tensors, else 4 with

@@ -107,6 +107,8 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
     o.ring_mma = value == "taps" ? RingMma::taps : RingMma::pairs;
   } else if (key == "ring_q") {
     o.ring_q = parse_choice(key, value, {1, 2, 4}, what);
+  } else if (key == "tile_cols") {
+    o.tile_cols = parse_choice(key, value, {8, 16, 32}, what);
   } else if (key == "cc_groups") {
     o.cc_groups = parse_choice(key, value, {1, 2, 4}, what);
   } else if (key == "bfc_tile") {
@@ -117,7 +119,7 @@ void apply_override(Overrides& o, const std::string& key, const std::string& val
   } else {
     bad_override(what, "unknown key '", key,
                  "' (known: fwd, bfc, gemv, tma_lane, tma_rows, tma_cols, tma_stages, ring_mma, ring_q, cc_groups, "
-                 "bfc_tile, pad, verbose)");
+                 "tile_cols, bfc_tile, pad, verbose)");
   }
 }
 

@@ -319,6 +319,7 @@ void configure(Plan& plan, bool f16, int align, const Overrides& o) {
     case Kernel::fwd_tc: plan.tc_theta = tc_theta(g.out_w); break;
     case Kernel::direct_tile:
       plan.tile_lane_channels = direct_tile_lane_channels(g.c, f16, align);
+      plan.tile_w = o.tile_cols ? o.tile_cols : direct_tile_width(g, f16);
       break;
     default: break;
   }
@@ -342,6 +343,9 @@ Plan forward_style(DwconvOp op, DType dtype, const DwconvParams& p, int align, c
   configure(plan, f16, align, o);
   if (plan.kernel == Kernel::fwd_cc_f16)
     check_forced(plan.cc_groups <= cc_f16_max_groups(p.c), "fwd_cc_f16 with cc_groups=4", "C % 8 == 0", p);
+  if (plan.kernel == Kernel::direct_tile)
+    check_forced(direct_tile_width_fits(plan.g, f16, plan.tile_w), "direct_tile with tile_cols",
+                 "a tile window within a block's shared memory", p);
   return plan;
 }
 
@@ -495,7 +499,7 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_tc_f16_path_name(p);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", direct_tile_width(g, f16),
+                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", plan.tile_w,
                      " lanes=32x", plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;

@@ -42,6 +42,7 @@ const char* kernel_name(Kernel k);  // "fwd_gemv", ...
 //   gemv=TM[+ring][+whole]                  the GEMV configuration (TM 8 or 16), e.g. gemv=16+ring
 //   tma_lane=8|16 tma_rows=1|2 tma_cols=8|16 tma_stages=2|3|4
 //   ring_mma=taps|pairs  ring_q=1|2|4  cc_groups=1|2|4  bfc_tile=RxTM (an entry of kBfcTiles)
+//   tile_cols=8|16|32                       direct_tile's output columns per block
 //   pad=on|off                              channel padding (Plan::padded_c) wherever it can run / never
 //   verbose                                 log each new (op, shape) -> plan line on stderr
 // A forced kernel that cannot run the shape is an error naming the override, never a silent fallback.
@@ -52,6 +53,7 @@ struct Overrides {
   int tma_lane = 0, tma_rows = 0, tma_cols = 0, tma_stages = 0;  // 0: select's choice
   std::optional<RingMma> ring_mma;
   int ring_q = 0;  // 0: select's choice
+  int tile_cols = 0;  // 0: select's choice
   int cc_groups = 0;
   BfcTile bfc_tile{0, 0};  // r = 0: the planner's tile
   std::optional<bool> pad;
@@ -83,6 +85,7 @@ struct Plan {
   int tc_theta = 1;    // fwd_tc: 4, 2 or 1 (block tile (16/theta) x (8*theta))
   BfcForce bfc;        // bfc_tile: a forced register tile (zero: the planner's)
   int tile_lane_channels = 1;  // direct_tile: channels per lane, 1 or 2 (direct_tile_lane_channels)
+  int tile_w = 8;              // direct_tile: output columns per block (direct_tile_width)
   int small_lane_channels = 1;  // bfc_small: the most channels per lane the tensors allow (bfc_small_lane_channels)
 };
 
