@@ -51,14 +51,13 @@ TEST(DwconvSelect, ParsesEveryOverrideKey) {
 
 // Every bad key or value is one line that starts with the source's name and names the key.
 TEST(DwconvSelect, RejectsBadOverridesNamingTheKey) {
-  for (const auto& [text, key] : {std::pair{"fwd=fast", "fwd"}, std::pair{"bfc=generic", "bfc"},
-                                  std::pair{"gemv=4", "gemv"}, std::pair{"gemv=16+ring+ring", "gemv"},
-                                  std::pair{"gemv=16,ring", "key=value, got 'ring'"}, std::pair{"tma_cols=24", "tma_cols"},
-                                  std::pair{"tma_stages=5", "tma_stages"}, std::pair{"ring_mma=k16", "ring_mma"},
-                                  std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
-                                  std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"},
-                                  std::pair{"pad=yes", "pad"}, std::pair{"ring_q=3", "ring_q"},
-                                  std::pair{"tile_cols=24", "tile_cols"}}) {
+  for (const auto& [text, key] :
+       {std::pair{"fwd=fast", "fwd"}, std::pair{"bfc=generic", "bfc"}, std::pair{"gemv=4", "gemv"},
+        std::pair{"gemv=16+ring+ring", "gemv"}, std::pair{"gemv=16,ring", "key=value, got 'ring'"},
+        std::pair{"tma_cols=24", "tma_cols"}, std::pair{"tma_stages=5", "tma_stages"},
+        std::pair{"ring_mma=k16", "ring_mma"}, std::pair{"cc_groups=3", "cc_groups"}, std::pair{"bfc_tile=9x9", "RxTM"},
+        std::pair{"speed=max", "unknown key 'speed'"}, std::pair{"fwd", "key=value"}, std::pair{"pad=yes", "pad"},
+        std::pair{"ring_q=3", "ring_q"}, std::pair{"tile_cols=24", "tile_cols"}}) {
     const std::string e = error_of(text);
     EXPECT_EQ(e.rfind("VAR", 0), 0u) << text << ": '" << e << "'";
     EXPECT_NE(e.find(key), std::string::npos) << text << ": '" << e << "'";

@@ -499,8 +499,8 @@ std::string plan_name(DwconvOp op, DType dtype, const DwconvParams& p, BfcAccum 
       return dwconv_bfc_tc_f16_path_name(p);
     case Kernel::direct_tile:
       return str_cat(name, f16 ? " f16" : "", " direct tile", op == DwconvOp::backward_data ? " flipped" : "",
-                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", plan.tile_w,
-                     " lanes=32x", plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
+                     " F=", g.fh, "x", g.fw, " tile=", direct_tile_height(f16, g.out_h), "x", plan.tile_w, " lanes=32x",
+                     plan.tile_lane_channels, " (C % ", f16 ? 8 : 4, " = ", p.c % (f16 ? 8 : 4), ")");
     case Kernel::direct:
       break;
   }
